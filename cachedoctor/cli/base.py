@@ -1,0 +1,109 @@
+"""What every command shares: the Typer app, global options, output and confirmation helpers.
+
+Commands stay thin: parse, call a core function, render. Heavy modules (rich tables, psutil,
+YAML, the walker) are imported inside command bodies so `--help` stays fast.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from cachedoctor.errors import EXIT_BAD_INPUT, UserInputError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from cachedoctor.profiles.loader import ProfileSet
+
+app = typer.Typer(
+    name="cachedoctor",
+    help="Find, measure, relocate, tune and clean the caches that fill your system drive.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+
+
+@dataclass
+class Options:
+    """Global options, set by the app callback."""
+
+    profiles_dirs: list[str] = field(default_factory=list)
+    _profiles: ProfileSet | None = None
+
+
+OPTIONS = Options()
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
+DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Show what would change; change nothing.")]
+YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do it without asking.")]
+
+
+def profile_set() -> ProfileSet:
+    """All profiles (loaded once per process); invalid ones are reported on stderr and skipped."""
+    if OPTIONS._profiles is None:
+        from cachedoctor.profiles.loader import load_profiles
+
+        OPTIONS._profiles = load_profiles(OPTIONS.profiles_dirs)
+        for error in OPTIONS._profiles.errors:
+            warn(f"skipping profile: {error}")
+    return OPTIONS._profiles
+
+
+def stdout_console() -> Console:
+    from rich.console import Console
+
+    return Console(highlight=False, soft_wrap=False)
+
+
+def stderr_console() -> Console:
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False)
+
+
+def warn(message: str) -> None:
+    stderr_console().print(f"[yellow]warning:[/yellow] {message}", markup=True, highlight=False)
+
+
+def info(message: str) -> None:
+    """A line for a person on stderr (kept out of stdout so --json and pipes stay clean)."""
+    stderr_console().print(message, markup=False, highlight=False)
+
+
+def emit_json(document: Any) -> None:
+    json.dump(document, sys.stdout, indent=2, ensure_ascii=False, default=str)
+    sys.stdout.write("\n")
+
+
+def show_progress() -> bool:
+    """Rich progress only for a person watching a terminal."""
+    return sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
+
+
+def confirm(question: str, *, yes: bool) -> bool:
+    """Ask on the terminal; `--yes` answers for the user. Without a terminal, refuse clearly."""
+    if yes:
+        return True
+    if not sys.stdin.isatty():
+        raise UserInputError(f"{question} — no terminal to ask on; pass --yes to go ahead or --dry-run to preview")
+    return typer.confirm(question, default=False, err=True)
+
+
+def exit_with(code: int) -> None:
+    raise typer.Exit(code)
+
+
+__all__ = [
+    "EXIT_BAD_INPUT", "OPTIONS", "DryRunOption", "JsonOption", "YesOption", "app", "confirm",
+    "emit_json", "exit_with", "info", "profile_set", "show_progress", "stderr_console",
+    "stdout_console", "warn",
+]

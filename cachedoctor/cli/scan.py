@@ -1,0 +1,120 @@
+"""`cachedoctor scan`."""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager, nullcontext
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from cachedoctor.cli.base import JsonOption, app, emit_json, profile_set, show_progress, stdout_console, warn
+from cachedoctor.errors import EXIT_FAILED, EXIT_OK
+
+if TYPE_CHECKING:
+    from cachedoctor.scan import ProgressCallback, ScanEntry, ScanReport
+
+
+@app.command()
+def scan(
+    tools: Annotated[list[str] | None, typer.Argument(help="Tool ids to scan (default: every tool).")] = None,
+    path: Annotated[
+        list[str] | None, typer.Option("--path", help="Measure these folders instead, like du (repeatable).")
+    ] = None,
+    one_file_system: Annotated[
+        bool, typer.Option("--one-file-system", "-x", help="Don't descend into other mounts, like du -x.")
+    ] = False,
+    no_unclaimed: Annotated[
+        bool, typer.Option("--no-unclaimed", help="Skip the big folders no profile claims.")
+    ] = False,
+    json_out: JsonOption = False,
+) -> None:
+    """What every cache weighs, where it lives, on which drive, and how full that drive is.
+
+    Exit code 1 when a folder could not be read completely (its total is marked partial).
+    """
+    from cachedoctor.host import Host
+    from cachedoctor.scan import scan_paths, scan_profiles
+
+    with _progress(enabled=not json_out and show_progress()) as progress:
+        if path:
+            report = scan_paths(path, one_file_system=one_file_system, progress=progress)
+        else:
+            from cachedoctor.quota import quota_table
+
+            profiles = profile_set().select(tools or [])
+            report = scan_profiles(
+                profiles, Host.current(), one_file_system=one_file_system,
+                include_unclaimed=not tools and not no_unclaimed, quotas=quota_table(), progress=progress,
+            )
+    for entry in report.entries + report.unclaimed:
+        for error in entry.walk.errors[:5]:
+            warn(f"could not read {error}")
+        if len(entry.walk.errors) > 5:
+            warn(f"... and {len(entry.walk.errors) - 5} more unreadable entries under {entry.path}")
+    if json_out:
+        emit_json(report.to_json())
+    else:
+        _render(report, by_tool=not path)
+    raise typer.Exit(EXIT_FAILED if report.partial else EXIT_OK)
+
+
+def _progress(enabled: bool) -> AbstractContextManager[ProgressCallback | None]:
+    if not enabled:
+        return nullcontext(None)
+    from cachedoctor.cli.progress import scan_progress
+
+    return scan_progress()
+
+
+def _render(report: ScanReport, *, by_tool: bool) -> None:
+    from rich.table import Table
+
+    from cachedoctor.cli.render import bar, size, when
+    from cachedoctor.units import format_size
+
+    console = stdout_console()
+    if not report.entries and not report.unclaimed:
+        console.print("No caches found." if by_tool else "Nothing measured.")
+        return
+    largest = max(e.walk.allocated_bytes for e in report.entries + report.unclaimed)
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
+    if by_tool:
+        table.add_column("tool")
+        table.add_column("location")
+    table.add_column("size", justify="right")
+    table.add_column("", no_wrap=True)
+    table.add_column("files", justify="right")
+    table.add_column("newest", justify="right")
+    table.add_column("path", overflow="fold")
+    table.add_column("drive (free / total)", overflow="fold")
+
+    def row(entry: ScanEntry, tool: str, location: str) -> None:
+        where = entry.path
+        if entry.link:
+            state = "BROKEN " if entry.broken else ""
+            where = f"{entry.path} -> {state}{entry.link} {entry.target}"
+        drive = entry.drive
+        drive_text = f"{drive.mount} ({format_size(drive.free_bytes)} / {format_size(drive.total_bytes)})" if drive else "-"
+        size_text = size(entry.walk.allocated_bytes) + ("*" if entry.walk.partial else "")
+        if entry.quota_bytes:
+            size_text += f" / quota {size(entry.quota_bytes)}"
+        cells = [size_text, bar(entry.walk.allocated_bytes, largest), f"{entry.walk.files:,}",
+                 when(entry.walk.newest_mtime), where, drive_text]
+        table.add_row(*([tool, location] if by_tool else []), *cells)
+
+    for entry in report.entries:
+        row(entry, entry.tool or "", entry.location or "")
+    if report.unclaimed:
+        if by_tool:
+            table.add_section()
+        for entry in report.unclaimed:
+            row(entry, "(unclaimed)", "")
+    console.print(table)
+    totals = report.totals()
+    console.print(
+        f"\n[bold]total[/bold] {format_size(totals['bytes'])} allocated "
+        f"({format_size(totals['apparent_bytes'])} apparent) in {totals['files']:,} files, "
+        f"{totals['dirs']:,} folders" + ("  [yellow]* partial: some folders could not be read[/yellow]"
+                                         if report.partial else ""),
+        highlight=False,
+    )

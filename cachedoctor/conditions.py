@@ -1,0 +1,153 @@
+"""Condition types a profile check may name, with their validated parameters.
+
+A profile can only *name* one of these types; it cannot run code. Each type is a pydantic
+model registered here; the doctor registers an evaluator for each name
+(`cachedoctor.doctor`), and a test proves every type has one.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cachedoctor.host import OsName
+
+
+class _Condition(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class LocationExists(_Condition):
+    """The location resolves to at least one existing path."""
+
+    type: Literal["location_exists"]
+    location: str
+
+
+class MountOption(_Condition):
+    """The location (or its nearest existing parent) is on a mount with this option, e.g. noexec."""
+
+    type: Literal["mount_option"]
+    location: str
+    option: str
+
+
+class FilesystemType(_Condition):
+    """The location is on one of these filesystem types (e.g. tmpfs, ramfs: emptied at reboot)."""
+
+    type: Literal["filesystem_type"]
+    location: str
+    types: list[str] = Field(min_length=1)
+
+
+class LinkKind(_Condition):
+    """The location has been relocated with this kind of link (e.g. symlink where a junction is required)."""
+
+    type: Literal["link_kind"]
+    location: str
+    kind: Literal["symlink", "junction"]
+
+
+class LinkTargetMissing(_Condition):
+    """The location is a relocation link whose target is gone (the other drive is unplugged)."""
+
+    type: Literal["link_target_missing"]
+    location: str
+
+
+class FreeSpaceBelow(_Condition):
+    """Free space on the location's drive is below a size (`10GB`) or a percentage."""
+
+    type: Literal["free_space_below"]
+    location: str
+    size: str | None = None
+    percent: float | None = Field(default=None, gt=0, lt=100)
+
+
+class OverQuota(_Condition):
+    """The location is larger than the quota the user set (or the profile recommends)."""
+
+    type: Literal["over_quota"]
+    location: str
+
+
+class SettingDiffers(_Condition):
+    """A tune preset's setting is missing from its file or has another value."""
+
+    type: Literal["setting_differs"]
+    preset: str
+    key: str | list[str] | None = None
+
+
+class SettingBelow(_Condition):
+    """A numeric setting is set below a threshold (e.g. a size in MB where bytes are expected)."""
+
+    type: Literal["setting_below"]
+    preset: str
+    key: str | list[str]
+    below: float
+
+
+class SettingAbsolutePath(_Condition):
+    """A setting that must hold relative paths holds an absolute one."""
+
+    type: Literal["setting_absolute_path"]
+    preset: str
+    key: str | list[str]
+
+
+class PolicyValueBelow(_Condition):
+    """A browser policy (e.g. DiskCacheSize, in bytes) is set below a threshold."""
+
+    type: Literal["policy_value_below"]
+    browser: Literal["chrome", "edge", "chromium"]
+    policy: str
+    below: float
+
+
+class JournalUnfinished(_Condition):
+    """A move or restore of this tool was interrupted and is recorded as unfinished."""
+
+    type: Literal["journal_unfinished"]
+
+
+class EnvNotSet(_Condition):
+    """A variable is in neither cachedoctor's managed settings nor the current environment."""
+
+    type: Literal["env_not_set"]
+    var: str
+
+
+class EnvNotSeen(_Condition):
+    """cachedoctor set a variable persistently but this process does not see it (new shell needed)."""
+
+    type: Literal["env_not_seen"]
+    var: str
+
+
+class OsIs(_Condition):
+    """The host OS is one of these."""
+
+    type: Literal["os_is"]
+    os: list[OsName] = Field(min_length=1)
+
+
+CONDITION_TYPES: tuple[type[_Condition], ...] = (
+    LocationExists, MountOption, FilesystemType, LinkKind, LinkTargetMissing, FreeSpaceBelow,
+    OverQuota, SettingDiffers, SettingBelow, SettingAbsolutePath, PolicyValueBelow,
+    JournalUnfinished, EnvNotSet, EnvNotSeen, OsIs,
+)
+
+Condition = Annotated[
+    Union[  # noqa: UP007 - a discriminated union needs the Union form
+        LocationExists, MountOption, FilesystemType, LinkKind, LinkTargetMissing, FreeSpaceBelow,
+        OverQuota, SettingDiffers, SettingBelow, SettingAbsolutePath, PolicyValueBelow,
+        JournalUnfinished, EnvNotSet, EnvNotSeen, OsIs,
+    ],
+    Field(discriminator="type"),
+]
+
+
+def condition_names() -> list[str]:
+    return [t.model_fields["type"].annotation.__args__[0] for t in CONDITION_TYPES]  # type: ignore[union-attr]

@@ -1,0 +1,77 @@
+"""Which drive or mount a path lives on, with its filesystem type, options and free space."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from dataclasses import dataclass
+from functools import lru_cache
+
+
+@dataclass(frozen=True)
+class DriveInfo:
+    mount: str
+    device: str
+    fstype: str
+    options: tuple[str, ...]
+    free_bytes: int
+    total_bytes: int
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "mount": self.mount, "device": self.device, "fstype": self.fstype,
+            "options": list(self.options), "free_bytes": self.free_bytes, "total_bytes": self.total_bytes,
+        }
+
+
+@lru_cache(maxsize=1)
+def _partitions() -> tuple[tuple[str, str, str, tuple[str, ...]], ...]:
+    import psutil
+
+    parts = psutil.disk_partitions(all=True)
+    return tuple((p.mountpoint, p.device, p.fstype, tuple(p.opts.split(","))) for p in parts)
+
+
+def nearest_existing(path: str) -> str:
+    """`path` itself or its closest existing parent (a cache that doesn't exist yet still has a drive)."""
+    current = os.path.abspath(path)
+    while not os.path.lexists(current):
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    return current
+
+
+def mount_point(path: str) -> str:
+    """The mount point holding `path`, found by walking up to a change of device (no link following
+    for the last component)."""
+    current = nearest_existing(path)
+    if os.path.islink(current):
+        current = os.path.dirname(current)
+    current = os.path.realpath(current)
+    while not os.path.ismount(current):
+        parent = os.path.dirname(current)
+        if parent == current:
+            break
+        current = parent
+    return current
+
+
+def drive_of(path: str) -> DriveInfo | None:
+    """The drive holding `path` (or the parent it would be created in); None if unknowable."""
+    mount = mount_point(path)
+    device, fstype, options = "", "", ()
+    best = -1
+    for mountpoint, dev, fs, opts in _partitions():  # the last mount on a point wins, as in the kernel
+        if os.path.normcase(mountpoint) == os.path.normcase(mount) and len(mountpoint) >= best:
+            device, fstype, options, best = dev, fs, opts, len(mountpoint)
+    try:
+        usage = shutil.disk_usage(mount)
+    except OSError:
+        return None
+    return DriveInfo(mount, device, fstype, options, usage.free, usage.total)
+
+
+def same_filesystem(a: str, b: str) -> bool:
+    return os.stat(nearest_existing(a)).st_dev == os.stat(nearest_existing(b)).st_dev

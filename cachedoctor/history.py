@@ -1,0 +1,105 @@
+"""The record of every change cachedoctor makes, in SQLite under the user state folder.
+
+Each capability records what it did with enough `before`/`after` data for `undo` to revert it.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from cachedoctor.state import ensure, state_dir
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS changes (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    time REAL NOT NULL,
+    kind TEXT NOT NULL,          -- move, restore, env, quota, tune, policy, schedule
+    tool TEXT,
+    summary TEXT NOT NULL,
+    before TEXT NOT NULL,        -- JSON
+    after TEXT NOT NULL,         -- JSON
+    undone_by INTEGER            -- id of the change that reverted this one
+)
+"""
+
+
+@dataclass(frozen=True)
+class Change:
+    id: int
+    time: float
+    kind: str
+    tool: str | None
+    summary: str
+    before: dict[str, Any]
+    after: dict[str, Any]
+    undone_by: int | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "time": self.time, "kind": self.kind, "tool": self.tool,
+            "summary": self.summary, "before": self.before, "after": self.after,
+            "undone_by": self.undone_by,
+        }
+
+
+def db_path() -> Path:
+    return ensure(state_dir()) / "history.sqlite3"
+
+
+@contextmanager
+def _connect() -> Iterator[sqlite3.Connection]:
+    conn = sqlite3.connect(db_path(), timeout=10)
+    try:
+        conn.execute(SCHEMA)
+        with conn:
+            yield conn
+    finally:
+        conn.close()
+
+
+def record(kind: str, summary: str, *, tool: str | None = None,
+           before: dict[str, Any] | None = None, after: dict[str, Any] | None = None,
+           undoes: int | None = None) -> int:
+    """Store one change; returns its id. `undoes` marks an earlier change as reverted by this one."""
+    with _connect() as conn:
+        cur = conn.execute(
+            "INSERT INTO changes (time, kind, tool, summary, before, after) VALUES (?, ?, ?, ?, ?, ?)",
+            (time.time(), kind, tool, summary, json.dumps(before or {}), json.dumps(after or {})),
+        )
+        new_id = int(cur.lastrowid or 0)
+        if undoes is not None:
+            conn.execute("UPDATE changes SET undone_by = ? WHERE id = ?", (new_id, undoes))
+        return new_id
+
+
+def changes(*, kind: str | None = None, tool: str | None = None) -> list[Change]:
+    query, args = "SELECT * FROM changes", []
+    where = []
+    if kind:
+        where.append("kind = ?")
+        args.append(kind)
+    if tool:
+        where.append("tool = ?")
+        args.append(tool)
+    if where:
+        query += " WHERE " + " AND ".join(where)
+    with _connect() as conn:
+        rows = conn.execute(query + " ORDER BY id", args).fetchall()
+    return [_change(row) for row in rows]
+
+
+def get(change_id: int) -> Change | None:
+    with _connect() as conn:
+        row = conn.execute("SELECT * FROM changes WHERE id = ?", (change_id,)).fetchone()
+    return _change(row) if row else None
+
+
+def _change(row: tuple[Any, ...]) -> Change:
+    return Change(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]), json.loads(row[6]), row[7])

@@ -1,0 +1,226 @@
+"""Load profiles from the built-in set, the user's folder and extra folders.
+
+Every problem becomes a `ProfileError` naming the file, line, field and what was expected;
+a broken profile is skipped and the others still load.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import ValidationError
+
+from cachedoctor.profiles.model import Profile
+
+Origin = Literal["builtin", "user", "extra"]
+PROFILES_DIR_ENV = "CACHEDOCTOR_PROFILES_DIR"
+
+try:
+    _YamlLoader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[attr-defined,unused-ignore]
+except AttributeError:  # pragma: no cover - PyYAML built without libyaml
+    _YamlLoader = yaml.SafeLoader
+
+
+@dataclass(frozen=True)
+class ProfileError:
+    file: str
+    line: int | None
+    field: str | None
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.file}:{self.line}" if self.line else self.file
+        what = f"{self.field}: " if self.field else ""
+        return f"{where}: {what}{self.message}"
+
+
+@dataclass(frozen=True)
+class LoadedProfile:
+    profile: Profile
+    file: str
+    origin: Origin
+
+
+@dataclass
+class ProfileSet:
+    profiles: dict[str, LoadedProfile] = field(default_factory=dict)
+    errors: list[ProfileError] = field(default_factory=list)
+
+    def get(self, tool_id: str) -> Profile:
+        from cachedoctor.errors import UserInputError
+
+        try:
+            return self.profiles[tool_id].profile
+        except KeyError:
+            known = ", ".join(sorted(self.profiles)) or "none"
+            raise UserInputError(f"unknown tool {tool_id!r}; known tools: {known}") from None
+
+    def select(self, tool_ids: Sequence[str]) -> list[Profile]:
+        if not tool_ids:
+            return [lp.profile for _, lp in sorted(self.profiles.items())]
+        return [self.get(tool_id) for tool_id in tool_ids]
+
+
+class ProfileFileError(Exception):
+    def __init__(self, errors: list[ProfileError]) -> None:
+        super().__init__("\n".join(map(str, errors)))
+        self.errors = errors
+
+
+def builtin_profiles_dir() -> Path:
+    """The profiles shipped in the wheel, or the repository's `profiles/` in a source checkout."""
+    packaged = Path(str(resources.files("cachedoctor") / "builtin_profiles"))
+    if packaged.is_dir():
+        return packaged
+    return Path(__file__).resolve().parents[2] / "profiles"
+
+
+def user_profiles_dir() -> Path:
+    from platformdirs import user_config_dir
+
+    return Path(user_config_dir("cachedoctor", appauthor=False)) / "profiles"
+
+
+def profile_dirs(extra: Sequence[str | Path] = ()) -> list[tuple[Path, Origin]]:
+    """Folders in override order: built-in, user, `CACHEDOCTOR_PROFILES_DIR`, `--profiles-dir`."""
+    dirs: list[tuple[Path, Origin]] = [(builtin_profiles_dir(), "builtin"), (user_profiles_dir(), "user")]
+    env_value = os.environ.get(PROFILES_DIR_ENV, "")
+    dirs += [(Path(p).expanduser(), "extra") for p in env_value.split(os.pathsep) if p]
+    dirs += [(Path(p).expanduser(), "extra") for p in extra]
+    return dirs
+
+
+def load_profiles(extra_dirs: Sequence[str | Path] = ()) -> ProfileSet:
+    result = ProfileSet()
+    for directory, origin in profile_dirs(extra_dirs):
+        if not directory.is_dir():
+            if origin == "extra":
+                result.errors.append(ProfileError(str(directory), None, None, "profiles folder not found"))
+            continue
+        for path in _yaml_files(directory):
+            try:
+                profile = load_profile_file(path)
+            except ProfileFileError as exc:
+                result.errors.extend(exc.errors)
+                continue
+            result.profiles[profile.id] = LoadedProfile(profile, str(path), origin)
+    return result
+
+
+def _yaml_files(directory: Path) -> Iterable[Path]:
+    return sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+
+
+def load_profile_file(path: str | Path) -> Profile:
+    """Parse and validate one file; raises ProfileFileError with file/line/field for each problem."""
+    name = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProfileFileError([ProfileError(name, None, None, f"cannot read: {exc}")]) from None
+    return parse_profile(text, name)
+
+
+def parse_profile(text: str, name: str) -> Profile:
+    try:
+        node = yaml.compose(text, Loader=_YamlLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise ProfileFileError([ProfileError(name, line, None, f"invalid YAML: {problem}")]) from None
+    if node is None:
+        raise ProfileFileError([ProfileError(name, 1, None, "empty file: expected a profile mapping")])
+    lines: dict[tuple[Any, ...], int] = {}
+    try:
+        data = _to_python(node, (), lines)
+    except _DuplicateKey as dup:
+        raise ProfileFileError([ProfileError(name, dup.line, dup.field, "duplicate key")]) from None
+    if not isinstance(data, dict):
+        raise ProfileFileError([ProfileError(name, 1, None, "expected a mapping with id, name, locations, ...")])
+    try:
+        return Profile.model_validate(data)
+    except ValidationError as exc:
+        raise ProfileFileError([_error_from(name, err, data, lines) for err in exc.errors()]) from None
+
+
+class _DuplicateKey(Exception):
+    def __init__(self, field: str, line: int) -> None:
+        self.field, self.line = field, line
+
+
+def _to_python(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> Any:
+    """Build plain data from a YAML node tree, recording the line of every value."""
+    lines[path] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        result: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = yaml.load(yaml.serialize(key_node), Loader=_YamlLoader)
+            if key in result:
+                raise _DuplicateKey(_dotted(path + (key,)), key_node.start_mark.line + 1)
+            result[key] = _to_python(value_node, path + (key,), lines)
+        return result
+    if isinstance(node, yaml.SequenceNode):
+        return [_to_python(item, path + (i,), lines) for i, item in enumerate(node.value)]
+    constructor = _YamlLoader("")
+    try:
+        return constructor.construct_object(node, deep=True)  # type: ignore[no-untyped-call]
+    finally:
+        constructor.dispose()
+
+
+def _error_from(name: str, err: Any, data: Any, lines: dict[tuple[Any, ...], int]) -> ProfileError:
+    """Map a pydantic error location onto the data path (skipping union tags) and its line."""
+    path: tuple[Any, ...] = ()
+    current = data
+    for part in err["loc"]:
+        if isinstance(current, dict) and part in current:
+            current = current[part]
+        elif isinstance(current, list) and isinstance(part, int) and part < len(current):
+            current = current[part]
+        elif isinstance(current, dict) and err["type"] == "missing" and part == err["loc"][-1]:
+            break
+        else:
+            continue  # a discriminator tag such as 'link' or a model name
+        path += (part,)
+    field_path = path + (err["loc"][-1],) if err["type"] == "missing" else path
+    return ProfileError(name, lines.get(path), _dotted(field_path) or None, _explain(err))
+
+
+def _explain(err: Any) -> str:
+    kind, msg = err["type"], err["msg"]
+    if kind == "missing":
+        return "required field is missing"
+    if kind == "extra_forbidden":
+        return "unknown field (check the spelling; see `cachedoctor profiles schema`)"
+    if kind == "union_tag_invalid":
+        ctx = err.get("ctx", {})
+        return f"unknown type {ctx.get('tag')!r}; expected one of {ctx.get('expected_tags')}"
+    if kind == "union_tag_not_found":
+        return f"missing the `{err.get('ctx', {}).get('discriminator', 'type')}` field that says which kind this is"
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    got = err.get("input")
+    if isinstance(got, (str, int, float, bool)) and kind not in ("value_error", "assertion_error"):
+        return f"{msg} (got {got!r})"
+    return msg
+
+
+def _dotted(path: tuple[Any, ...]) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out
+
+
+def json_schema() -> dict[str, Any]:
+    schema = Profile.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "cachedoctor profile"
+    return schema

@@ -1,0 +1,245 @@
+"""The profile format as typed, validated models.
+
+This is the single definition of the format: the loader validates against it, and
+`cachedoctor profiles schema` prints its JSON Schema.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from cachedoctor.conditions import Condition
+from cachedoctor.host import Host, OsName
+
+Identifier = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=64)]
+PathTemplates = Annotated[list[str], Field(min_length=1)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _listify(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value
+
+
+class PerOs(_Model):
+    """Values per OS. `wsl` falls back to `linux`; a missing OS means "not on that OS"."""
+
+    windows: list[str] | None = None
+    macos: list[str] | None = None
+    linux: list[str] | None = None
+    wsl: list[str] | None = None
+
+    @field_validator("windows", "macos", "linux", "wsl", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return _listify(value)
+
+    def for_host(self, host: Host) -> list[str]:
+        for key in host.profile_keys:
+            values = getattr(self, key)
+            if values is not None:
+                return list(values)
+        return []
+
+
+class LinkRelocation(_Model):
+    """Move the folder and leave a link at the old path."""
+
+    method: Literal["link"]
+    windows_link: Literal["junction", "symlink", "any"] = Field(
+        default="any",
+        description="Link kind required on Windows; `junction` when the tool resolves symlinks "
+        "back to their target (e.g. with GetFinalPathNameByHandle).",
+    )
+    why: str | None = None
+
+
+class EnvRelocation(_Model):
+    """Point the tool at the new folder with environment variables."""
+
+    method: Literal["env"]
+    vars: dict[str, str] = Field(
+        min_length=1,
+        description="Variable name -> value template; `{dest}` is the new cache folder.",
+    )
+    scope: Literal["user", "service"] = Field(
+        default="user",
+        description="`service`: the variable is read by a background service, which needs its own change.",
+    )
+    service: PerOs | None = Field(
+        default=None, description="Per OS, the exact instructions to change the service's environment."
+    )
+    why: str | None = None
+
+
+class PolicyRelocation(_Model):
+    """A browser's managed `DiskCacheDir` policy."""
+
+    method: Literal["policy"]
+    browser: Literal["chrome", "edge", "chromium"]
+    policy: str = "DiskCacheDir"
+    why: str | None = None
+
+
+class ConfigRelocation(_Model):
+    """A key in the tool's own config file (pip.conf `cache-dir`, .npmrc `cache`, .condarc `pkgs_dirs`)."""
+
+    method: Literal["config"]
+    file: PerOs
+    format: Literal["ini", "npmrc", "yaml", "json", "jsonc", "toml"]
+    key: str | list[str] = Field(description="A flat key, or a list of nested keys.")
+    section: str | None = Field(default=None, description="INI section, e.g. `global` for pip.conf.")
+    value: str = Field(default="{dest}", description="Value template; `{dest}` is the new folder.")
+    as_list: bool = Field(default=False, description="Store the value as the first item of a list.")
+    why: str | None = None
+
+
+Relocation = Annotated[
+    Union[LinkRelocation, EnvRelocation, PolicyRelocation, ConfigRelocation],  # noqa: UP007
+    Field(discriminator="method"),
+]
+
+
+class CleanSpec(_Model):
+    """How a location is emptied: the tool's own command when it exists, otherwise file rules."""
+
+    command: list[str] | None = Field(
+        default=None, min_length=1,
+        description="argv of the tool's own clean command; argv[0] must be on PATH. Shown before it runs.",
+    )
+    keep: list[str] = Field(
+        default_factory=list,
+        description="Glob patterns (relative to the location) that are never deleted.",
+    )
+    only: list[str] = Field(
+        default_factory=list,
+        description="If given, only these glob patterns (relative to the location) are deleted.",
+    )
+
+
+class Location(_Model):
+    id: Identifier
+    name: str | None = None
+    description: str | None = None
+    kind: Literal[
+        "cache", "temp", "models", "packages", "build", "logs", "data", "environments", "downloads"
+    ] = "cache"
+    paths: PerOs
+    safe_to_delete: bool
+    relocate: list[Relocation] = Field(default_factory=list)
+    clean: CleanSpec | None = None
+    quota: str | None = Field(default=None, description="Recommended cap, e.g. `20GB`.")
+
+    @field_validator("quota")
+    @classmethod
+    def _valid_size(cls, value: str | None) -> str | None:
+        if value is not None:
+            from cachedoctor.units import parse_size
+
+            parse_size(value)
+        return value
+
+
+class TuneSetting(_Model):
+    key: str | list[str] = Field(
+        description="A string is ONE key, dots included (`grok.code.cacheSize`); "
+        "a list is a path of nested keys (`[cache, ttl]`).",
+    )
+    value: Any
+
+
+class TunePreset(_Model):
+    id: Identifier
+    description: str | None = None
+    file: PerOs | None = Field(default=None, description="Target file per OS.")
+    workspace_file: str | None = Field(
+        default=None, description="Target relative to `--workspace DIR`, e.g. `.vscode/settings.json`."
+    )
+    format: Literal["jsonc", "json", "yaml", "toml", "env"]
+    create: bool = Field(default=False, description="Create the file (and folders) when missing.")
+    settings: list[TuneSetting] = Field(min_length=1)
+    effect: str | None = Field(default=None, description="What the preset changes, as measured.")
+
+    @model_validator(mode="after")
+    def _has_target(self) -> TunePreset:
+        if self.format != "env" and self.file is None and self.workspace_file is None:
+            raise ValueError("a preset needs `file` or `workspace_file` (or format `env`)")
+        return self
+
+
+class Check(_Model):
+    id: Identifier
+    severity: Literal["error", "warning", "hint"]
+    when: list[Condition] = Field(min_length=1, description="All conditions must hold.")
+    message: str
+    why: str
+    fix: str | None = Field(
+        default=None,
+        description="The cachedoctor command that fixes it; `{tool}`, `{location}`, `{path}` are filled in.",
+    )
+
+    @field_validator("when", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, dict) else value
+
+
+class Profile(_Model):
+    id: Identifier
+    name: str
+    description: str
+    homepage: str | None = None
+    sources: list[str] = Field(default_factory=list, description="Where each fact comes from.")
+    processes: PerOs = Field(default_factory=PerOs, description="Process names meaning 'running'.")
+    locations: list[Location] = Field(min_length=1)
+    tune: list[TunePreset] = Field(default_factory=list)
+    checks: list[Check] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _references(self) -> Profile:
+        location_ids = [loc.id for loc in self.locations]
+        _unique("locations", location_ids)
+        preset_ids = [p.id for p in self.tune]
+        _unique("tune", preset_ids)
+        _unique("checks", [c.id for c in self.checks])
+        for check in self.checks:
+            for cond in check.when:
+                loc = getattr(cond, "location", None)
+                if loc is not None and loc not in location_ids:
+                    raise ValueError(
+                        f"check {check.id!r} names location {loc!r}; known: {', '.join(location_ids)}"
+                    )
+                preset = getattr(cond, "preset", None)
+                if preset is not None and preset not in preset_ids:
+                    raise ValueError(
+                        f"check {check.id!r} names tune preset {preset!r}; known: {', '.join(preset_ids) or 'none'}"
+                    )
+        return self
+
+    def location(self, location_id: str) -> Location:
+        for loc in self.locations:
+            if loc.id == location_id:
+                return loc
+        raise KeyError(location_id)
+
+    def preset(self, preset_id: str) -> TunePreset:
+        for preset in self.tune:
+            if preset.id == preset_id:
+                return preset
+        raise KeyError(preset_id)
+
+    def processes_for(self, os_name: OsName) -> list[str]:
+        return self.processes.for_host(Host(os=os_name))
+
+
+def _unique(field: str, ids: list[str]) -> None:
+    seen: set[str] = set()
+    for item in ids:
+        if item in seen:
+            raise ValueError(f"duplicate id {item!r} in {field}")
+        seen.add(item)

@@ -1,0 +1,70 @@
+"""Parsing and formatting of sizes and ages, shared by quota, clean, scan and tune."""
+
+from __future__ import annotations
+
+import re
+
+from cachedoctor.errors import UserInputError
+
+_DECIMAL = {"": 1, "B": 1, "K": 1000, "KB": 1000, "M": 1000**2, "MB": 1000**2,
+            "G": 1000**3, "GB": 1000**3, "T": 1000**4, "TB": 1000**4, "P": 1000**5, "PB": 1000**5}
+_BINARY = {"KIB": 1024, "MIB": 1024**2, "GIB": 1024**3, "TIB": 1024**4, "PIB": 1024**5}
+_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
+
+_AGE_UNITS = {
+    "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400,
+    "ms": 0.001, "us": 0.000001,
+}
+_AGE_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]+)")
+
+
+def parse_size(text: str) -> int:
+    """Bytes from `20GB`, `20G` (decimal, like disk vendors), `500MiB` (binary) or `1234`.
+
+    `K/M/G/T` and `KB/MB/GB/TB` are powers of 1000; `KiB/MiB/GiB/TiB` powers of 1024.
+    """
+    match = _SIZE_RE.match(str(text))
+    if not match:
+        raise UserInputError(
+            f"invalid size {text!r}: expected a number with an optional unit "
+            "(B, KB, MB, GB, TB or KiB, MiB, GiB, TiB), e.g. 20GB or 500MiB"
+        )
+    number, unit = match.groups()
+    unit_upper = unit.upper()
+    factor = _BINARY.get(unit_upper) or _DECIMAL.get(unit_upper)
+    if factor is None:
+        raise UserInputError(f"invalid size unit {unit!r} in {text!r}: use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB")
+    return int(float(number) * factor)
+
+
+def format_size(n: int | float, *, binary: bool = True) -> str:
+    """Short human size: 1.5 GiB. Tables use this; JSON always carries exact integers."""
+    step = 1024.0 if binary else 1000.0
+    units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"] if binary else ["B", "kB", "MB", "GB", "TB", "PB"]
+    value = float(n)
+    for unit in units:
+        if abs(value) < step or unit == units[-1]:
+            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= step
+    raise AssertionError("unreachable")
+
+
+def parse_age(text: str) -> float:
+    """Seconds from `30d`, `12h`, `2w`, `1h30m` (systemd time span style)."""
+    compact = str(text).strip().lower().replace(" ", "")
+    if not compact:
+        raise UserInputError("empty age: expected e.g. 30d, 12h, 2w")
+    if compact.isdigit():
+        return float(compact)  # plain seconds, as systemd does
+    total = 0.0
+    pos = 0
+    for match in _AGE_RE.finditer(compact):
+        if match.start() != pos or match.group(2) not in _AGE_UNITS:
+            break
+        total += float(match.group(1)) * _AGE_UNITS[match.group(2)]
+        pos = match.end()
+    if pos != len(compact) or total <= 0:
+        raise UserInputError(
+            f"invalid age {text!r}: expected a number and a unit (s, m, h, d, w), e.g. 30d, 12h, 2w"
+        )
+    return total
