@@ -7,6 +7,7 @@ import os
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 from pathlib import Path
 
 from cachedoctor.errors import LockBusyError
@@ -80,3 +81,8 @@ else:
 
     def _unlock(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+def cache_lock(tool: str, location: str, *, wait: float = 2.0) -> Any:
+    """The one lock every command that changes a tool's cache takes (move, restore, clean)."""
+    return exclusive(f"cache:{tool}/{location}", wait=wait, what=f"the {tool} cache ({location})")

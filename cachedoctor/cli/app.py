@@ -34,8 +34,18 @@ def _global_options(
 
 
 # Command modules register themselves on `app` when imported (order = order in --help).
-from cachedoctor.cli import profiles as _profiles  # noqa: E402,F401
-from cachedoctor.cli import scan as _scan  # noqa: E402,F401
+from cachedoctor.cli import (  # noqa: E402,F401
+    scan,
+    move,
+    tune,
+    env,
+    quota,
+    clean,
+    schedule,
+    doctor,
+    history,
+    profiles,
+)
 
 
 def run(argv: list[str] | None = None) -> int:

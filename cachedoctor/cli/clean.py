@@ -1,0 +1,1 @@
+"""`cachedoctor clean`: being written."""

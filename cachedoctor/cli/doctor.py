@@ -1,0 +1,1 @@
+"""`cachedoctor doctor`: being written."""

@@ -1,0 +1,1 @@
+"""`cachedoctor env`: being written."""

@@ -1,0 +1,1 @@
+"""`cachedoctor history`: being written."""

@@ -1,0 +1,1 @@
+"""`cachedoctor move`: being written."""

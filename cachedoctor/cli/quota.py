@@ -1,0 +1,1 @@
+"""`cachedoctor quota`: being written."""

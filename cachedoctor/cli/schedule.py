@@ -1,0 +1,1 @@
+"""`cachedoctor schedule`: being written."""

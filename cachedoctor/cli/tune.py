@@ -1,0 +1,1 @@
+"""`cachedoctor tune`: being written."""
