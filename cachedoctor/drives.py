@@ -19,8 +19,12 @@ class DriveInfo:
 
     def to_json(self) -> dict[str, object]:
         return {
-            "mount": self.mount, "device": self.device, "fstype": self.fstype,
-            "options": list(self.options), "free_bytes": self.free_bytes, "total_bytes": self.total_bytes,
+            "mount": self.mount,
+            "device": self.device,
+            "fstype": self.fstype,
+            "options": list(self.options),
+            "free_bytes": self.free_bytes,
+            "total_bytes": self.total_bytes,
         }
 
 
@@ -61,9 +65,15 @@ def mount_point(path: str) -> str:
 def drive_of(path: str) -> DriveInfo | None:
     """The drive holding `path` (or the parent it would be created in); None if unknowable."""
     mount = mount_point(path)
-    device, fstype, options = "", "", ()
+    device, fstype = "", ""
+    options: tuple[str, ...] = ()
     best = -1
-    for mountpoint, dev, fs, opts in _partitions():  # the last mount on a point wins, as in the kernel
+    for (
+        mountpoint,
+        dev,
+        fs,
+        opts,
+    ) in _partitions():  # the last mount on a point wins, as in the kernel
         if os.path.normcase(mountpoint) == os.path.normcase(mount) and len(mountpoint) >= best:
             device, fstype, options, best = dev, fs, opts, len(mountpoint)
     try:

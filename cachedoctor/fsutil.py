@@ -19,7 +19,9 @@ def fsync_dir(path: str | os.PathLike[str]) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(path: str | os.PathLike[str], data: bytes, *, mode: int | None = None) -> None:
+def atomic_write_bytes(
+    path: str | os.PathLike[str], data: bytes, *, mode: int | None = None
+) -> None:
     """Replace `path` with `data` so that a crash leaves either the old or the new file, whole.
 
     Writes a temp file in the same folder, fsyncs it, renames it over the target and fsyncs the

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from cachedoctor.errors import LockBusyError
 from cachedoctor.state import ensure, state_dir
@@ -55,7 +56,7 @@ def _read_holder(fd: int) -> str:
     return f" (pid {pid})" if pid.isdigit() else ""
 
 
-if os.name == "nt":  # pragma: no cover - exercised on Windows CI only
+if sys.platform == "win32":  # pragma: no cover - exercised on Windows CI only
     import msvcrt
 
     def _try_lock(fd: int) -> bool:

@@ -16,11 +16,8 @@ import re
 from cachedoctor.errors import UserInputError
 from cachedoctor.host import Host
 
-_TOKEN = re.compile(
-    r"%(?P<win>[A-Za-z_][A-Za-z0-9_()]*)%"
-    r"|\$\{(?P<braced>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<fallback>[^{}]*(?:\{[^{}]*\}[^{}]*)*))?\}"
-    r"|\$(?P<bare>[A-Za-z_][A-Za-z0-9_]*)"
-)
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_WIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_()]*")
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
 
@@ -44,21 +41,71 @@ def lookup(name: str, host: Host) -> str | None:
 
 def expand(template: str, host: Host) -> str:
     """Expand one template for `host`; raises UnresolvedVariable for an unset variable."""
-
-    def substitute(match: re.Match[str]) -> str:
-        name = match.group("win") or match.group("braced") or match.group("bare")
-        value = lookup(name, host)
-        if value is not None:
-            return value
-        fallback = match.group("fallback")
-        if fallback is not None:
-            return expand(fallback, host)
-        raise UnresolvedVariable(name)
-
     text = _expand_tilde(template, host)
-    text = _TOKEN.sub(substitute, text)
+    text = _expand_variables(text, host)
     text = _expand_tilde(text, host)  # a fallback such as ${XDG_CACHE_HOME:-~/.cache}
     return normalize(text, host)
+
+
+def _expand_variables(text: str, host: Host) -> str:
+    """A small scanner rather than a regex, because fallbacks nest: ${A:-${B:-~/x}/y}."""
+    out: list[str] = []
+    i = 0
+    while i < len(text):
+        char = text[i]
+        if text.startswith("${", i):
+            end = _closing_brace(text, i + 1)
+            name, has_fallback, fallback = text[i + 2 : end].partition(":-")
+            if not _NAME.fullmatch(name):
+                raise UserInputError(f"invalid variable reference ${{{name}}} in {text!r}")
+            value = lookup(name, host)
+            if value is None:
+                if not has_fallback:
+                    raise UnresolvedVariable(name)
+                value = _expand_tilde(_expand_variables(fallback, host), host)
+            out.append(value)
+            i = end + 1
+        elif char == "$" and (bare := _NAME.match(text, i + 1)):
+            out.append(_required(bare.group(), host))
+            i = bare.end()
+        elif char == "%" and (win := _WIN_NAME.match(text, i + 1)) and text.startswith("%", win.end()):
+            out.append(_required(win.group(), host))
+            i = win.end() + 1
+        else:
+            out.append(char)
+            i += 1
+    return "".join(out)
+
+
+def _closing_brace(text: str, open_at: int) -> int:
+    depth = 0
+    for j in range(open_at, len(text)):
+        if text[j] == "{":
+            depth += 1
+        elif text[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return j
+    raise UserInputError(f"unbalanced braces in path template {text!r}")
+
+
+def _required(name: str, host: Host) -> str:
+    value = lookup(name, host)
+    if value is None:
+        raise UnresolvedVariable(name)
+    return value
+
+
+class _AnyValue(dict[str, str]):
+    """An environment in which every variable is set: for checking template syntax alone."""
+
+    def get(self, key: str, default: object = None) -> str:  # type: ignore[override]
+        return "/x"
+
+
+def check_template(template: str) -> None:
+    """Raise UserInputError when a template is malformed (unbalanced braces, bad names)."""
+    expand(template, Host("linux", _AnyValue(), "/home"))
 
 
 def try_expand(template: str, host: Host) -> str | None:

@@ -6,6 +6,7 @@ home folder is refused too.
 
 from __future__ import annotations
 
+import contextlib
 import ntpath
 import os
 import posixpath
@@ -16,14 +17,54 @@ from cachedoctor.errors import RefusedError
 from cachedoctor.host import Host
 
 _POSIX_SYSTEM = (
-    "/", "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/proc",
-    "/root", "/run", "/sbin", "/srv", "/sys", "/usr", "/usr/bin", "/usr/lib", "/usr/local",
-    "/usr/share", "/var", "/var/lib", "/home", "/Users", "/System", "/Library", "/Applications",
-    "/private", "/private/var", "/Volumes", "/mnt", "/media", "/tmp", "/var/tmp", "/snap",
+    "/",
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/opt",
+    "/proc",
+    "/root",
+    "/run",
+    "/sbin",
+    "/srv",
+    "/sys",
+    "/usr",
+    "/usr/bin",
+    "/usr/lib",
+    "/usr/local",
+    "/usr/share",
+    "/var",
+    "/var/lib",
+    "/home",
+    "/Users",
+    "/System",
+    "/Library",
+    "/Applications",
+    "/private",
+    "/private/var",
+    "/Volumes",
+    "/mnt",
+    "/media",
+    "/tmp",
+    "/var/tmp",
+    "/snap",
 )
 _WIN_SYSTEM_SUFFIXES = (
-    "", "\\windows", "\\program files", "\\program files (x86)", "\\programdata", "\\users",
-    "\\windows\\system32", "\\$recycle.bin", "\\system volume information", "\\recovery",
+    "",
+    "\\windows",
+    "\\program files",
+    "\\program files (x86)",
+    "\\programdata",
+    "\\users",
+    "\\windows\\system32",
+    "\\$recycle.bin",
+    "\\system volume information",
+    "\\recovery",
 )
 _WIN_DRIVE_ROOT = re.compile(r"^[a-z]:$")
 
@@ -40,9 +81,20 @@ def protected_reason(path: str, host: Host) -> str | None:
         return "a system folder"
     if home and norm == home:
         return "your home folder"
-    if home and norm in {posixpath.join(home, d) for d in (".cache", ".config", ".local", ".local/share",
-                                                           "Library", "Library/Caches", "Documents",
-                                                           "Desktop", "Downloads")}:
+    if home and norm in {
+        posixpath.join(home, d)
+        for d in (
+            ".cache",
+            ".config",
+            ".local",
+            ".local/share",
+            "Library",
+            "Library/Caches",
+            "Documents",
+            "Desktop",
+            "Downloads",
+        )
+    }:
         return "a top-level folder of your home, not a single cache"
     if re.fullmatch(r"/mnt/[a-z]", norm) or re.fullmatch(r"/(media|Volumes|run/media)/[^/]+", norm):
         return "a drive root"
@@ -74,10 +126,8 @@ def check_not_protected(path: str | os.PathLike[str], host: Host, *, role: str =
     literal = os.fspath(path)
     candidates = [literal]
     if not host.is_windows or os.name == "nt":
-        try:
+        with contextlib.suppress(OSError, ValueError):
             candidates.append(os.path.realpath(literal))
-        except (OSError, ValueError):
-            pass
     for candidate in candidates:
         reason = protected_reason(candidate, host)
         if reason:

@@ -45,11 +45,22 @@ class ScanEntry:
     def to_json(self) -> dict[str, Any]:
         w = self.walk
         return {
-            "tool": self.tool, "location": self.location, "name": self.name, "path": self.path,
-            "link": self.link, "target": self.target, "broken": self.broken,
-            "bytes": w.allocated_bytes, "apparent_bytes": w.apparent_bytes, "files": w.files,
-            "dirs": w.dirs, "inodes": w.inodes, "newest_mtime": w.newest_mtime,
-            "partial": w.partial, "errors": list(w.errors), "safe_to_delete": self.safe_to_delete,
+            "tool": self.tool,
+            "location": self.location,
+            "name": self.name,
+            "path": self.path,
+            "link": self.link,
+            "target": self.target,
+            "broken": self.broken,
+            "bytes": w.allocated_bytes,
+            "apparent_bytes": w.apparent_bytes,
+            "files": w.files,
+            "dirs": w.dirs,
+            "inodes": w.inodes,
+            "newest_mtime": w.newest_mtime,
+            "partial": w.partial,
+            "errors": list(w.errors),
+            "safe_to_delete": self.safe_to_delete,
             "quota_bytes": self.quota_bytes,
             "drive": self.drive.to_json() if self.drive else None,
         }
@@ -84,8 +95,13 @@ class ScanReport:
         }
 
 
-def _measure_entry(entry: ScanEntry, one_file_system: bool, progress: ProgressCallback | None,
-                   *, follow_relocation: bool = True) -> ScanEntry:
+def _measure_entry(
+    entry: ScanEntry,
+    one_file_system: bool,
+    progress: ProgressCallback | None,
+    *,
+    follow_relocation: bool = True,
+) -> ScanEntry:
     """Measure one entry; a relocation link is measured at its target unless, like du, we are
     asked about the link itself."""
     path = entry.path
@@ -102,40 +118,59 @@ def _measure_entry(entry: ScanEntry, one_file_system: bool, progress: ProgressCa
     return entry
 
 
-def scan_profiles(profiles: Sequence[Profile], host: Host, *, one_file_system: bool = False,
-                  include_unclaimed: bool = True, quotas: dict[tuple[str, str], int] | None = None,
-                  progress: ProgressCallback | None = None) -> ScanReport:
+def scan_profiles(
+    profiles: Sequence[Profile],
+    host: Host,
+    *,
+    one_file_system: bool = False,
+    include_unclaimed: bool = True,
+    quotas: dict[tuple[str, str], int] | None = None,
+    progress: ProgressCallback | None = None,
+) -> ScanReport:
     """Measure every existing location of `profiles`; a relocated location is measured at its target."""
     report = ScanReport()
     for profile in profiles:
         for lp in location_paths(profile, host):
             entry = ScanEntry(
-                lp.tool, lp.location.id, lp.location.name, lp.path, WalkResult(lp.path),
+                lp.tool,
+                lp.location.id,
+                lp.location.name,
+                lp.path,
+                WalkResult(lp.path),
                 safe_to_delete=lp.location.safe_to_delete,
                 quota_bytes=(quotas or {}).get((lp.tool, lp.location.id)),
             )
             report.entries.append(_measure_entry(entry, one_file_system, progress))
     if include_unclaimed:
-        report.unclaimed = scan_unclaimed(profiles, host, one_file_system=one_file_system, progress=progress)
+        report.unclaimed = scan_unclaimed(
+            profiles, host, one_file_system=one_file_system, progress=progress
+        )
     report.entries.sort(key=lambda e: e.walk.allocated_bytes, reverse=True)
     return report
 
 
-def scan_paths(paths: Sequence[str], *, one_file_system: bool = False,
-               progress: ProgressCallback | None = None) -> ScanReport:
+def scan_paths(
+    paths: Sequence[str], *, one_file_system: bool = False, progress: ProgressCallback | None = None
+) -> ScanReport:
     """Measure arbitrary folders, like du."""
     report = ScanReport()
     for path in paths:
         entry = ScanEntry(None, None, None, path, WalkResult(path))
-        report.entries.append(_measure_entry(entry, one_file_system, progress, follow_relocation=False))
+        report.entries.append(
+            _measure_entry(entry, one_file_system, progress, follow_relocation=False)
+        )
     return report
 
 
 def unclaimed_candidates(profiles: Sequence[Profile], host: Host) -> list[str]:
     """Folders directly under the user cache roots that no profile location overlaps."""
     claimed = [path for p in profiles for _, path in declared_paths(p, host) if not has_glob(path)]
-    claimed += [path.split("*")[0].rstrip("/\\") for p in profiles for _, path in declared_paths(p, host)
-                if has_glob(path)]
+    claimed += [
+        path.split("*")[0].rstrip("/\\")
+        for p in profiles
+        for _, path in declared_paths(p, host)
+        if has_glob(path)
+    ]
     roots = [r for t in USER_CACHE_ROOTS.get(host.os, ()) if (r := try_expand(t, host))]
     found: list[str] = []
     for root in dict.fromkeys(roots):
@@ -150,10 +185,17 @@ def unclaimed_candidates(profiles: Sequence[Profile], host: Host) -> list[str]:
     return found
 
 
-def scan_unclaimed(profiles: Sequence[Profile], host: Host, *, one_file_system: bool = False,
-                   progress: ProgressCallback | None = None) -> list[ScanEntry]:
+def scan_unclaimed(
+    profiles: Sequence[Profile],
+    host: Host,
+    *,
+    one_file_system: bool = False,
+    progress: ProgressCallback | None = None,
+) -> list[ScanEntry]:
     entries = [
-        _measure_entry(ScanEntry(None, None, None, path, WalkResult(path)), one_file_system, progress)
+        _measure_entry(
+            ScanEntry(None, None, None, path, WalkResult(path)), one_file_system, progress
+        )
         for path in unclaimed_candidates(profiles, host)
     ]
     entries.sort(key=lambda e: e.walk.allocated_bytes, reverse=True)

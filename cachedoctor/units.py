@@ -6,14 +6,33 @@ import re
 
 from cachedoctor.errors import UserInputError
 
-_DECIMAL = {"": 1, "B": 1, "K": 1000, "KB": 1000, "M": 1000**2, "MB": 1000**2,
-            "G": 1000**3, "GB": 1000**3, "T": 1000**4, "TB": 1000**4, "P": 1000**5, "PB": 1000**5}
+_DECIMAL = {
+    "": 1,
+    "B": 1,
+    "K": 1000,
+    "KB": 1000,
+    "M": 1000**2,
+    "MB": 1000**2,
+    "G": 1000**3,
+    "GB": 1000**3,
+    "T": 1000**4,
+    "TB": 1000**4,
+    "P": 1000**5,
+    "PB": 1000**5,
+}
 _BINARY = {"KIB": 1024, "MIB": 1024**2, "GIB": 1024**3, "TIB": 1024**4, "PIB": 1024**5}
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
 
 _AGE_UNITS = {
-    "s": 1, "sec": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400,
-    "ms": 0.001, "us": 0.000001,
+    "s": 1,
+    "sec": 1,
+    "m": 60,
+    "min": 60,
+    "h": 3600,
+    "d": 86400,
+    "w": 7 * 86400,
+    "ms": 0.001,
+    "us": 0.000001,
 }
 _AGE_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]+)")
 
@@ -33,14 +52,18 @@ def parse_size(text: str) -> int:
     unit_upper = unit.upper()
     factor = _BINARY.get(unit_upper) or _DECIMAL.get(unit_upper)
     if factor is None:
-        raise UserInputError(f"invalid size unit {unit!r} in {text!r}: use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB")
+        raise UserInputError(
+            f"invalid size unit {unit!r} in {text!r}: use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB"
+        )
     return int(float(number) * factor)
 
 
 def format_size(n: int | float, *, binary: bool = True) -> str:
     """Short human size: 1.5 GiB. Tables use this; JSON always carries exact integers."""
     step = 1024.0 if binary else 1000.0
-    units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"] if binary else ["B", "kB", "MB", "GB", "TB", "PB"]
+    units = (
+        ["B", "KiB", "MiB", "GiB", "TiB", "PiB"] if binary else ["B", "kB", "MB", "GB", "TB", "PB"]
+    )
     value = float(n)
     for unit in units:
         if abs(value) < step or unit == units[-1]:

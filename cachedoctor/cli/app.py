@@ -22,7 +22,9 @@ def _global_options(
             "A profile here overrides a built-in one with the same id.",
         ),
     ] = None,
-    version: Annotated[bool, typer.Option("--version", "-V", help="Show the version and exit.")] = False,
+    version: Annotated[
+        bool, typer.Option("--version", "-V", help="Show the version and exit.")
+    ] = False,
 ) -> None:
     """Find, measure, relocate, tune and clean the caches that fill your system drive."""
     if version:
@@ -35,16 +37,16 @@ def _global_options(
 
 # Command modules register themselves on `app` when imported (order = order in --help).
 from cachedoctor.cli import (  # noqa: E402,F401
-    scan,
-    move,
-    tune,
-    env,
-    quota,
     clean,
-    schedule,
     doctor,
+    env,
     history,
+    move,
     profiles,
+    quota,
+    scan,
+    schedule,
+    tune,
 )
 
 

@@ -43,7 +43,9 @@ class Options:
 OPTIONS = Options()
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout.")]
-DryRunOption = Annotated[bool, typer.Option("--dry-run", help="Show what would change; change nothing.")]
+DryRunOption = Annotated[
+    bool, typer.Option("--dry-run", help="Show what would change; change nothing.")
+]
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Do it without asking.")]
 
 
@@ -71,12 +73,14 @@ def stderr_console() -> Console:
 
 
 def warn(message: str) -> None:
-    stderr_console().print(f"[yellow]warning:[/yellow] {message}", markup=True, highlight=False)
+    from rich.markup import escape
+
+    stderr_console().print(f"[yellow]warning:[/yellow] {escape(message)}", soft_wrap=True)
 
 
 def info(message: str) -> None:
     """A line for a person on stderr (kept out of stdout so --json and pipes stay clean)."""
-    stderr_console().print(message, markup=False, highlight=False)
+    stderr_console().print(message, markup=False, highlight=False, soft_wrap=True)
 
 
 def emit_json(document: Any) -> None:
@@ -94,7 +98,9 @@ def confirm(question: str, *, yes: bool) -> bool:
     if yes:
         return True
     if not sys.stdin.isatty():
-        raise UserInputError(f"{question} — no terminal to ask on; pass --yes to go ahead or --dry-run to preview")
+        raise UserInputError(
+            f"{question} — no terminal to ask on; pass --yes to go ahead or --dry-run to preview"
+        )
     return typer.confirm(question, default=False, err=True)
 
 
@@ -103,7 +109,19 @@ def exit_with(code: int) -> None:
 
 
 __all__ = [
-    "EXIT_BAD_INPUT", "OPTIONS", "DryRunOption", "JsonOption", "YesOption", "app", "confirm",
-    "emit_json", "exit_with", "info", "profile_set", "show_progress", "stderr_console",
-    "stdout_console", "warn",
+    "EXIT_BAD_INPUT",
+    "OPTIONS",
+    "DryRunOption",
+    "JsonOption",
+    "YesOption",
+    "app",
+    "confirm",
+    "emit_json",
+    "exit_with",
+    "info",
+    "profile_set",
+    "show_progress",
+    "stderr_console",
+    "stdout_console",
+    "warn",
 ]

@@ -21,13 +21,19 @@ def list_profiles(json_out: JsonOption = False) -> None:
     from cachedoctor.profiles.resolved import is_present
 
     host = Host.current()
-    rows = []
+    rows: list[dict[str, Any]] = []
     for tool_id, loaded in sorted(profile_set().profiles.items()):
         profile = loaded.profile
-        rows.append({
-            "id": tool_id, "name": profile.name, "present": is_present(profile, host),
-            "running": bool(running_processes(profile, host)), "origin": loaded.origin, "file": loaded.file,
-        })
+        rows.append(
+            {
+                "id": tool_id,
+                "name": profile.name,
+                "present": is_present(profile, host),
+                "running": bool(running_processes(profile, host)),
+                "origin": loaded.origin,
+                "file": loaded.file,
+            }
+        )
     if json_out:
         emit_json({"profiles": rows})
         return
@@ -37,13 +43,20 @@ def list_profiles(json_out: JsonOption = False) -> None:
     for column in ("id", "name", "present", "running", "origin"):
         table.add_column(column)
     for row in rows:
-        table.add_row(row["id"], row["name"], "yes" if row["present"] else "-",
-                      "RUNNING" if row["running"] else "-", row["origin"])
+        table.add_row(
+            row["id"],
+            row["name"],
+            "yes" if row["present"] else "-",
+            "RUNNING" if row["running"] else "-",
+            row["origin"],
+        )
     stdout_console().print(table)
 
 
 @profiles_app.command("show")
-def show(tool: Annotated[str, typer.Argument(help="Tool id.")], json_out: JsonOption = False) -> None:
+def show(
+    tool: Annotated[str, typer.Argument(help="Tool id.")], json_out: JsonOption = False
+) -> None:
     """A profile with its paths resolved for this machine."""
     from cachedoctor.host import Host
     from cachedoctor.profiles.resolved import declared_paths
@@ -54,29 +67,43 @@ def show(tool: Annotated[str, typer.Argument(help="Tool id.")], json_out: JsonOp
     profile = profile_set().get(tool)
     locations: list[dict[str, Any]] = []
     for location, pattern in declared_paths(profile, host):
-        locations.append({
-            "id": location.id, "name": location.name, "kind": location.kind,
-            "safe_to_delete": location.safe_to_delete, "template_resolved": pattern,
-            "paths": expand_globs(pattern) if pattern else [],
-            "relocate": [r.method for r in location.relocate],
-        })
-    document = {
-        "id": profile.id, "name": profile.name, "description": profile.description,
-        "file": loaded.file if loaded else None, "os": host.os, "locations": locations,
-        "tune": [p.id for p in profile.tune], "checks": [c.id for c in profile.checks],
-        "notes": profile.notes, "sources": profile.sources,
+        locations.append(
+            {
+                "id": location.id,
+                "name": location.name,
+                "kind": location.kind,
+                "safe_to_delete": location.safe_to_delete,
+                "template_resolved": pattern,
+                "paths": expand_globs(pattern) if pattern else [],
+                "relocate": [r.method for r in location.relocate],
+            }
+        )
+    document: dict[str, Any] = {
+        "id": profile.id,
+        "name": profile.name,
+        "description": profile.description,
+        "file": loaded.file if loaded else None,
+        "os": host.os,
+        "locations": locations,
+        "tune": [p.id for p in profile.tune],
+        "checks": [c.id for c in profile.checks],
+        "notes": profile.notes,
+        "sources": profile.sources,
     }
     if json_out:
         emit_json(document)
         return
     console = stdout_console()
-    console.print(f"[bold]{profile.name}[/bold] ({profile.id}) — {profile.description}", highlight=False)
+    console.print(
+        f"[bold]{profile.name}[/bold] ({profile.id}) — {profile.description}", highlight=False
+    )
     console.print(f"file: {document['file']}", markup=False)
     for loc in locations:
         found = ", ".join(loc["paths"]) if loc["paths"] else "(not present)"
         console.print(
             f"\n[bold]{loc['id']}[/bold] [{loc['kind']}] safe to delete: {'yes' if loc['safe_to_delete'] else 'NO'}"
-            f"; relocate: {', '.join(loc['relocate']) or '-'}", highlight=False,
+            f"; relocate: {', '.join(loc['relocate']) or '-'}",
+            highlight=False,
         )
         console.print(f"  path: {loc['template_resolved']}\n  found: {found}", markup=False)
     if profile.tune:
@@ -86,7 +113,9 @@ def show(tool: Annotated[str, typer.Argument(help="Tool id.")], json_out: JsonOp
 
 
 @profiles_app.command("validate")
-def validate(files: Annotated[list[str], typer.Argument(help="Profile YAML files to check.")]) -> None:
+def validate(
+    files: Annotated[list[str], typer.Argument(help="Profile YAML files to check.")],
+) -> None:
     """Check profile files; exit 2 if any is invalid."""
     from cachedoctor.profiles.loader import ProfileFileError, load_profile_file
 

@@ -15,12 +15,17 @@ def scan_progress() -> Iterator[ProgressCallback]:
     from cachedoctor.units import format_size
 
     with Progress(
-        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-        transient=True, refresh_per_second=8,
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        TimeElapsedColumn(),
+        transient=True,
+        refresh_per_second=8,
     ) as progress:
         task = progress.add_task("scanning", total=None)
 
         def update(path: str, entries: int, nbytes: int) -> None:
-            progress.update(task, description=f"scanning {path}  {entries:,} entries, {format_size(nbytes)}")
+            progress.update(
+                task, description=f"scanning {path}  {entries:,} entries, {format_size(nbytes)}"
+            )
 
         yield update

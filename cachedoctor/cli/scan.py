@@ -7,7 +7,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from cachedoctor.cli.base import JsonOption, app, emit_json, profile_set, show_progress, stdout_console, warn
+from cachedoctor.cli.base import (
+    JsonOption,
+    app,
+    emit_json,
+    profile_set,
+    show_progress,
+    stdout_console,
+    warn,
+)
 from cachedoctor.errors import EXIT_FAILED, EXIT_OK
 
 if TYPE_CHECKING:
@@ -16,12 +24,18 @@ if TYPE_CHECKING:
 
 @app.command()
 def scan(
-    tools: Annotated[list[str] | None, typer.Argument(help="Tool ids to scan (default: every tool).")] = None,
+    tools: Annotated[
+        list[str] | None, typer.Argument(help="Tool ids to scan (default: every tool).")
+    ] = None,
     path: Annotated[
-        list[str] | None, typer.Option("--path", help="Measure these folders instead, like du (repeatable).")
+        list[str] | None,
+        typer.Option("--path", help="Measure these folders instead, like du (repeatable)."),
     ] = None,
     one_file_system: Annotated[
-        bool, typer.Option("--one-file-system", "-x", help="Don't descend into other mounts, like du -x.")
+        bool,
+        typer.Option(
+            "--one-file-system", "-x", help="Don't descend into other mounts, like du -x."
+        ),
     ] = False,
     no_unclaimed: Annotated[
         bool, typer.Option("--no-unclaimed", help="Skip the big folders no profile claims.")
@@ -43,8 +57,12 @@ def scan(
 
             profiles = profile_set().select(tools or [])
             report = scan_profiles(
-                profiles, Host.current(), one_file_system=one_file_system,
-                include_unclaimed=not tools and not no_unclaimed, quotas=quota_table(), progress=progress,
+                profiles,
+                Host.current(),
+                one_file_system=one_file_system,
+                include_unclaimed=not tools and not no_unclaimed,
+                quotas=quota_table(),
+                progress=progress,
             )
     for entry in report.entries + report.unclaimed:
         for error in entry.walk.errors[:5]:
@@ -94,12 +112,22 @@ def _render(report: ScanReport, *, by_tool: bool) -> None:
             state = "BROKEN " if entry.broken else ""
             where = f"{entry.path} -> {state}{entry.link} {entry.target}"
         drive = entry.drive
-        drive_text = f"{drive.mount} ({format_size(drive.free_bytes)} / {format_size(drive.total_bytes)})" if drive else "-"
+        drive_text = (
+            f"{drive.mount} ({format_size(drive.free_bytes)} / {format_size(drive.total_bytes)})"
+            if drive
+            else "-"
+        )
         size_text = size(entry.walk.allocated_bytes) + ("*" if entry.walk.partial else "")
         if entry.quota_bytes:
             size_text += f" / quota {size(entry.quota_bytes)}"
-        cells = [size_text, bar(entry.walk.allocated_bytes, largest), f"{entry.walk.files:,}",
-                 when(entry.walk.newest_mtime), where, drive_text]
+        cells = [
+            size_text,
+            bar(entry.walk.allocated_bytes, largest),
+            f"{entry.walk.files:,}",
+            when(entry.walk.newest_mtime),
+            where,
+            drive_text,
+        ]
         table.add_row(*([tool, location] if by_tool else []), *cells)
 
     for entry in report.entries:
@@ -114,7 +142,9 @@ def _render(report: ScanReport, *, by_tool: bool) -> None:
     console.print(
         f"\n[bold]total[/bold] {format_size(totals['bytes'])} allocated "
         f"({format_size(totals['apparent_bytes'])} apparent) in {totals['files']:,} files, "
-        f"{totals['dirs']:,} folders" + ("  [yellow]* partial: some folders could not be read[/yellow]"
-                                         if report.partial else ""),
+        f"{totals['dirs']:,} folders"
+        + (
+            "  [yellow]* partial: some folders could not be read[/yellow]" if report.partial else ""
+        ),
         highlight=False,
     )

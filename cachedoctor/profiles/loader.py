@@ -15,16 +15,14 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from cachedoctor.profiles.model import Profile
 
 Origin = Literal["builtin", "user", "extra"]
 PROFILES_DIR_ENV = "CACHEDOCTOR_PROFILES_DIR"
 
-try:
-    _YamlLoader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[attr-defined,unused-ignore]
-except AttributeError:  # pragma: no cover - PyYAML built without libyaml
-    _YamlLoader = yaml.SafeLoader
+_YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available
 
 
 @dataclass(frozen=True)
@@ -89,7 +87,10 @@ def user_profiles_dir() -> Path:
 
 def profile_dirs(extra: Sequence[str | Path] = ()) -> list[tuple[Path, Origin]]:
     """Folders in override order: built-in, user, `CACHEDOCTOR_PROFILES_DIR`, `--profiles-dir`."""
-    dirs: list[tuple[Path, Origin]] = [(builtin_profiles_dir(), "builtin"), (user_profiles_dir(), "user")]
+    dirs: list[tuple[Path, Origin]] = [
+        (builtin_profiles_dir(), "builtin"),
+        (user_profiles_dir(), "user"),
+    ]
     env_value = os.environ.get(PROFILES_DIR_ENV, "")
     dirs += [(Path(p).expanduser(), "extra") for p in env_value.split(os.pathsep) if p]
     dirs += [(Path(p).expanduser(), "extra") for p in extra]
@@ -101,7 +102,9 @@ def load_profiles(extra_dirs: Sequence[str | Path] = ()) -> ProfileSet:
     for directory, origin in profile_dirs(extra_dirs):
         if not directory.is_dir():
             if origin == "extra":
-                result.errors.append(ProfileError(str(directory), None, None, "profiles folder not found"))
+                result.errors.append(
+                    ProfileError(str(directory), None, None, "profiles folder not found")
+                )
             continue
         for path in _yaml_files(directory):
             try:
@@ -134,20 +137,41 @@ def parse_profile(text: str, name: str) -> Profile:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
         problem = getattr(exc, "problem", None) or str(exc)
-        raise ProfileFileError([ProfileError(name, line, None, f"invalid YAML: {problem}")]) from None
+        raise ProfileFileError(
+            [ProfileError(name, line, None, f"invalid YAML: {problem}")]
+        ) from None
     if node is None:
-        raise ProfileFileError([ProfileError(name, 1, None, "empty file: expected a profile mapping")])
+        raise ProfileFileError(
+            [ProfileError(name, 1, None, "empty file: expected a profile mapping")]
+        )
     lines: dict[tuple[Any, ...], int] = {}
     try:
         data = _to_python(node, (), lines)
     except _DuplicateKey as dup:
         raise ProfileFileError([ProfileError(name, dup.line, dup.field, "duplicate key")]) from None
     if not isinstance(data, dict):
-        raise ProfileFileError([ProfileError(name, 1, None, "expected a mapping with id, name, locations, ...")])
+        raise ProfileFileError(
+            [ProfileError(name, 1, None, "expected a mapping with id, name, locations, ...")]
+        )
     try:
-        return Profile.model_validate(data)
+        profile = Profile.model_validate(data)
     except ValidationError as exc:
-        raise ProfileFileError([_error_from(name, err, data, lines) for err in exc.errors()]) from None
+        raise ProfileFileError(
+            [_error_from(name, err, data, lines) for err in exc.errors()]
+        ) from None
+    problems = profile.reference_problems()
+    if problems:
+        raise ProfileFileError(
+            [ProfileError(name, _line_of(path, lines), _dotted(path), msg) for path, msg in problems]
+        )
+    return profile
+
+
+def _line_of(path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> int | None:
+    """The line of `path`, or of its nearest recorded parent (a `when` given as one mapping)."""
+    while path and path not in lines:
+        path = path[:-1]
+    return lines.get(path)
 
 
 class _DuplicateKey(Exception):
@@ -161,21 +185,21 @@ def _to_python(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ..
     if isinstance(node, yaml.MappingNode):
         result: dict[Any, Any] = {}
         for key_node, value_node in node.value:
-            key = yaml.load(yaml.serialize(key_node), Loader=_YamlLoader)
+            key = _scalar(key_node)
             if key in result:
-                raise _DuplicateKey(_dotted(path + (key,)), key_node.start_mark.line + 1)
-            result[key] = _to_python(value_node, path + (key,), lines)
+                raise _DuplicateKey(_dotted((*path, key)), key_node.start_mark.line + 1)
+            result[key] = _to_python(value_node, (*path, key), lines)
         return result
     if isinstance(node, yaml.SequenceNode):
-        return [_to_python(item, path + (i,), lines) for i, item in enumerate(node.value)]
-    constructor = _YamlLoader("")
-    try:
-        return constructor.construct_object(node, deep=True)  # type: ignore[no-untyped-call]
-    finally:
-        constructor.dispose()
+        return [_to_python(item, (*path, i), lines) for i, item in enumerate(node.value)]
+    return _scalar(node)
 
 
-def _error_from(name: str, err: Any, data: Any, lines: dict[tuple[Any, ...], int]) -> ProfileError:
+def _scalar(node: yaml.Node) -> Any:
+    return yaml.constructor.SafeConstructor().construct_object(node, deep=True)  # type: ignore[no-untyped-call]
+
+
+def _error_from(name: str, err: ErrorDetails, data: Any, lines: dict[tuple[Any, ...], int]) -> ProfileError:
     """Map a pydantic error location onto the data path (skipping union tags) and its line."""
     path: tuple[Any, ...] = ()
     current = data
@@ -184,16 +208,14 @@ def _error_from(name: str, err: Any, data: Any, lines: dict[tuple[Any, ...], int
             current = current[part]
         elif isinstance(current, list) and isinstance(part, int) and part < len(current):
             current = current[part]
-        elif isinstance(current, dict) and err["type"] == "missing" and part == err["loc"][-1]:
-            break
         else:
-            continue  # a discriminator tag such as 'link' or a model name
+            continue  # a discriminator tag such as 'link', or the missing key itself
         path += (part,)
-    field_path = path + (err["loc"][-1],) if err["type"] == "missing" else path
+    field_path = (*path, err["loc"][-1]) if err["type"] == "missing" else path
     return ProfileError(name, lines.get(path), _dotted(field_path) or None, _explain(err))
 
 
-def _explain(err: Any) -> str:
+def _explain(err: ErrorDetails) -> str:
     kind, msg = err["type"], err["msg"]
     if kind == "missing":
         return "required field is missing"
@@ -205,7 +227,7 @@ def _explain(err: Any) -> str:
     if kind == "union_tag_not_found":
         return f"missing the `{err.get('ctx', {}).get('discriminator', 'type')}` field that says which kind this is"
     if msg.startswith("Value error, "):
-        msg = msg[len("Value error, "):]
+        msg = msg[len("Value error, ") :]
     got = err.get("input")
     if isinstance(got, (str, int, float, bool)) and kind not in ("value_error", "assertion_error"):
         return f"{msg} (got {got!r})"

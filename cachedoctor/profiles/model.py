@@ -46,6 +46,23 @@ class PerOs(_Model):
         return []
 
 
+class PathsPerOs(PerOs):
+    """Per-OS path templates; their syntax is checked when the profile loads."""
+
+    @field_validator("windows", "macos", "linux", "wsl")
+    @classmethod
+    def _valid_templates(cls, values: list[str] | None) -> list[str] | None:
+        from cachedoctor.errors import UserInputError
+        from cachedoctor.resolve import check_template
+
+        for template in values or []:
+            try:
+                check_template(template)
+            except UserInputError as exc:
+                raise ValueError(exc.message) from None
+        return values
+
+
 class LinkRelocation(_Model):
     """Move the folder and leave a link at the old path."""
 
@@ -71,7 +88,8 @@ class EnvRelocation(_Model):
         description="`service`: the variable is read by a background service, which needs its own change.",
     )
     service: PerOs | None = Field(
-        default=None, description="Per OS, the exact instructions to change the service's environment."
+        default=None,
+        description="Per OS, the exact instructions to change the service's environment.",
     )
     why: str | None = None
 
@@ -89,10 +107,12 @@ class ConfigRelocation(_Model):
     """A key in the tool's own config file (pip.conf `cache-dir`, .npmrc `cache`, .condarc `pkgs_dirs`)."""
 
     method: Literal["config"]
-    file: PerOs
+    file: PathsPerOs
     format: Literal["ini", "npmrc", "yaml", "json", "jsonc", "toml"]
     key: str | list[str] = Field(description="A flat key, or a list of nested keys.")
-    section: str | None = Field(default=None, description="INI section, e.g. `global` for pip.conf.")
+    section: str | None = Field(
+        default=None, description="INI section, e.g. `global` for pip.conf."
+    )
     value: str = Field(default="{dest}", description="Value template; `{dest}` is the new folder.")
     as_list: bool = Field(default=False, description="Store the value as the first item of a list.")
     why: str | None = None
@@ -108,7 +128,8 @@ class CleanSpec(_Model):
     """How a location is emptied: the tool's own command when it exists, otherwise file rules."""
 
     command: list[str] | None = Field(
-        default=None, min_length=1,
+        default=None,
+        min_length=1,
         description="argv of the tool's own clean command; argv[0] must be on PATH. Shown before it runs.",
     )
     keep: list[str] = Field(
@@ -128,7 +149,7 @@ class Location(_Model):
     kind: Literal[
         "cache", "temp", "models", "packages", "build", "logs", "data", "environments", "downloads"
     ] = "cache"
-    paths: PerOs
+    paths: PathsPerOs
     safe_to_delete: bool
     relocate: list[Relocation] = Field(default_factory=list)
     clean: CleanSpec | None = None
@@ -155,9 +176,10 @@ class TuneSetting(_Model):
 class TunePreset(_Model):
     id: Identifier
     description: str | None = None
-    file: PerOs | None = Field(default=None, description="Target file per OS.")
+    file: PathsPerOs | None = Field(default=None, description="Target file per OS.")
     workspace_file: str | None = Field(
-        default=None, description="Target relative to `--workspace DIR`, e.g. `.vscode/settings.json`."
+        default=None,
+        description="Target relative to `--workspace DIR`, e.g. `.vscode/settings.json`.",
     )
     format: Literal["jsonc", "json", "yaml", "toml", "env"]
     create: bool = Field(default=False, description="Create the file (and folders) when missing.")
@@ -200,26 +222,33 @@ class Profile(_Model):
     checks: list[Check] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 
-    @model_validator(mode="after")
-    def _references(self) -> Profile:
+    def reference_problems(self) -> list[tuple[tuple[str | int, ...], str]]:
+        """Cross-references the schema alone can't check: unique ids, and checks naming
+        locations and presets that exist. Each problem comes with the data path it is about."""
+        problems: list[tuple[tuple[str | int, ...], str]] = []
+        for field, ids in (
+            ("locations", [loc.id for loc in self.locations]),
+            ("tune", [p.id for p in self.tune]),
+            ("checks", [c.id for c in self.checks]),
+        ):
+            for index, item in enumerate(ids):
+                if item in ids[:index]:
+                    problems.append(((field, index, "id"), f"duplicate id {item!r}"))
         location_ids = [loc.id for loc in self.locations]
-        _unique("locations", location_ids)
         preset_ids = [p.id for p in self.tune]
-        _unique("tune", preset_ids)
-        _unique("checks", [c.id for c in self.checks])
-        for check in self.checks:
-            for cond in check.when:
+        for c_index, check in enumerate(self.checks):
+            for w_index, cond in enumerate(check.when):
+                where: tuple[str | int, ...] = ("checks", c_index, "when", w_index)
                 loc = getattr(cond, "location", None)
                 if loc is not None and loc not in location_ids:
-                    raise ValueError(
-                        f"check {check.id!r} names location {loc!r}; known: {', '.join(location_ids)}"
+                    problems.append(
+                        ((*where, "location"), f"unknown location {loc!r}; known: {', '.join(location_ids)}")
                     )
                 preset = getattr(cond, "preset", None)
                 if preset is not None and preset not in preset_ids:
-                    raise ValueError(
-                        f"check {check.id!r} names tune preset {preset!r}; known: {', '.join(preset_ids) or 'none'}"
-                    )
-        return self
+                    known = ", ".join(preset_ids) or "none"
+                    problems.append(((*where, "preset"), f"unknown tune preset {preset!r}; known: {known}"))
+        return problems
 
     def location(self, location_id: str) -> Location:
         for loc in self.locations:
@@ -237,9 +266,3 @@ class Profile(_Model):
         return self.processes.for_host(Host(os=os_name))
 
 
-def _unique(field: str, ids: list[str]) -> None:
-    seen: set[str] = set()
-    for item in ids:
-        if item in seen:
-            raise ValueError(f"duplicate id {item!r} in {field}")
-        seen.add(item)

@@ -27,7 +27,9 @@ def declared_paths(profile: Profile, host: Host) -> list[tuple[Location, str]]:
     return out
 
 
-def location_paths(profile: Profile, host: Host, location_id: str | None = None) -> list[LocationPath]:
+def location_paths(
+    profile: Profile, host: Host, location_id: str | None = None
+) -> list[LocationPath]:
     """Existing paths of the profile's locations (globs expanded; links count, even broken ones)."""
     import os
 

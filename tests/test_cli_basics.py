@@ -1,0 +1,60 @@
+"""The CLI shell: version, help, start-up imports, error handling."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from cachedoctor import __version__
+from tests.conftest import run_cli
+
+HEAVY = ("rich", "psutil", "yaml", "pydantic", "ruamel", "tomlkit", "cachedoctor.walker", "sqlite3")
+
+
+def imported_after(*argv: str) -> set[str]:
+    code = (
+        "import sys\n"
+        f"sys.argv = ['cachedoctor', *{list(argv)!r}]\n"
+        "from cachedoctor.cli import main\n"
+        "try:\n    main()\nexcept SystemExit:\n    pass\n"
+        "print('\\n' + ' '.join(sorted(sys.modules)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return set(out.stdout.strip().splitlines()[-1].split())
+
+
+def test_version() -> None:
+    for flag in ("--version", "-V"):
+        result = run_cli(flag)
+        assert result.returncode == 0
+        assert result.stdout.strip() == f"cachedoctor {__version__}"
+
+
+def test_version_and_help_import_nothing_heavy() -> None:
+    for argv in (["--version"], ["--help"], ["scan", "--help"], ["move", "--help"]):
+        modules = imported_after(*argv)
+        heavy = sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
+        assert heavy == [], f"{argv} imported {heavy}"
+    assert "typer" not in imported_after("--version")
+
+
+def test_help_lists_every_command() -> None:
+    result = run_cli("--help")
+    assert result.returncode == 0
+    for command in ("scan", "move", "restore", "tune", "env", "quota", "clean", "schedule",
+                    "doctor", "history", "undo", "profiles"):
+        assert command in result.stdout, command
+
+
+def test_usage_errors_exit_2_without_traceback() -> None:
+    for argv in (["scan", "--no-such-flag"], ["no-such-command"]):
+        result = run_cli(*argv)
+        assert result.returncode == 2, argv
+        assert "Traceback" not in result.stderr
+
+
+def test_json_is_one_document_on_stdout() -> None:
+    result = run_cli("profiles", "list", "--json")
+    assert result.returncode == 0
+    assert isinstance(json.loads(result.stdout)["profiles"], list)

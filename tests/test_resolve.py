@@ -1,0 +1,93 @@
+"""Pure path resolution: (template, OS, environment, home) -> path, for every OS on Linux."""
+
+from __future__ import annotations
+
+import pytest
+
+from cachedoctor.errors import UserInputError
+from cachedoctor.host import Host
+from cachedoctor.resolve import UnresolvedVariable, expand, has_glob, to_host_path, try_expand
+
+LINUX = Host("linux", {"USER": "ann"}, "/home/ann")
+WSL = Host("wsl", {"USER": "ann"}, "/home/ann")
+MAC = Host("macos", {"USER": "ann"}, "/Users/ann")
+WIN = Host(
+    "windows",
+    {"LOCALAPPDATA": r"C:\Users\ann\AppData\Local", "UserProfile": r"C:\Users\ann", "TEMP": r"C:\Tmp"},
+    r"C:\Users\ann",
+)
+XDG = "${XDG_CACHE_HOME:-~/.cache}/pip"
+
+
+def test_tilde_and_posix_variables() -> None:
+    assert expand("~/.cache/x", LINUX) == "/home/ann/.cache/x"
+    assert expand("/tmp/torchinductor_$USER", LINUX) == "/tmp/torchinductor_ann"
+    assert expand("/tmp/${USER}-cache/", LINUX) == "/tmp/ann-cache"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (None, "/home/ann/.cache/pip"),  # unset
+        ("", "/home/ann/.cache/pip"),  # empty
+        ("relative/cache", "/home/ann/.cache/pip"),  # relative: invalid per the XDG spec
+        ("/srv/cache", "/srv/cache/pip"),
+    ],
+)
+def test_xdg_fallbacks(value: str | None, expected: str) -> None:
+    env = {} if value is None else {"XDG_CACHE_HOME": value}
+    assert expand(XDG, Host("linux", env, "/home/ann")) == expected
+
+
+def test_nested_fallbacks() -> None:
+    template = "${HF_HUB_CACHE:-${HF_HOME:-${XDG_CACHE_HOME:-~/.cache}/huggingface}/hub}"
+    assert expand(template, LINUX) == "/home/ann/.cache/huggingface/hub"
+    assert expand(template, Host("linux", {"HF_HOME": "/data/hf"}, "/home/ann")) == "/data/hf/hub"
+    both = Host("linux", {"HF_HOME": "/data/hf", "HF_HUB_CACHE": "/fast/hub"}, "/home/ann")
+    assert expand(template, both) == "/fast/hub"
+
+
+def test_windows_variables_are_case_insensitive_and_normalised() -> None:
+    assert expand(r"%LocalAppData%\pip\Cache", WIN) == r"C:\Users\ann\AppData\Local\pip\Cache"
+    assert expand("%USERPROFILE%/.cache/huggingface", WIN) == r"C:\Users\ann\.cache\huggingface"
+    assert expand(r"~\.ollama\models", WIN) == r"C:\Users\ann\.ollama\models"
+
+
+def test_unset_variable_without_fallback() -> None:
+    with pytest.raises(UnresolvedVariable) as info:
+        expand("%APPDATA%\\Code", WIN)
+    assert info.value.name == "APPDATA"
+    assert try_expand("$NOPE/x", LINUX) is None
+
+
+def test_globs_are_kept_for_later_expansion() -> None:
+    path = expand(r"%LOCALAPPDATA%\Google\Chrome\User Data\Profile *\Cache", WIN)
+    assert path == r"C:\Users\ann\AppData\Local\Google\Chrome\User Data\Profile *\Cache"
+    assert has_glob(path)
+
+
+def test_macos_paths() -> None:
+    assert expand("~/Library/Caches/pip", MAC) == "/Users/ann/Library/Caches/pip"
+
+
+def test_windows_drive_destination_on_wsl() -> None:
+    assert to_host_path(r"D:\ai-cache", WSL) == "/mnt/d/ai-cache"
+    assert to_host_path("E:/x/y/", WSL) == "/mnt/e/x/y"
+    assert to_host_path("D:", WSL) == "/mnt/d"
+    assert to_host_path(r"D:\ai-cache", WIN) == r"D:\ai-cache"
+    assert to_host_path("~/ai-cache", LINUX) == "/home/ann/ai-cache"
+    with pytest.raises(UserInputError, match="Windows drive path"):
+        to_host_path(r"D:\ai-cache", LINUX)
+    with pytest.raises(UserInputError):
+        to_host_path(r"D:\ai-cache", MAC)
+
+
+def test_wsl_uses_linux_keys_after_its_own() -> None:
+    assert WSL.profile_keys == ("wsl", "linux")
+    assert LINUX.profile_keys == ("linux",)
+
+
+def test_literal_percent_and_bad_templates() -> None:
+    assert expand("/tmp/100%/x", LINUX) == "/tmp/100%/x"
+    with pytest.raises(UserInputError):
+        expand("${HOME", LINUX)
