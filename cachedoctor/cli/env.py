@@ -1,1 +1,149 @@
-"""`cachedoctor env`: being written."""
+"""`cachedoctor env set/unset/list`: persistent environment variables in one managed block."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from cachedoctor.cli.base import DryRunOption, JsonOption, YesOption, app, confirm, emit_json, info
+
+if TYPE_CHECKING:
+    from cachedoctor.envvars import EnvResult
+    from cachedoctor.host import Host
+
+env_app = typer.Typer(
+    help="Persistent environment variables cachedoctor manages (shell files, environment.d, "
+    "or HKCU\\Environment on Windows).",
+    no_args_is_help=True,
+)
+app.add_typer(env_app, name="env")
+
+LaunchctlOption = Annotated[
+    bool,
+    typer.Option("--launchctl", help="macOS: also run `launchctl setenv` so GUI apps see it now."),
+]
+
+
+@env_app.command("set")
+def set_command(
+    name: Annotated[str, typer.Argument(help="Variable name, e.g. HF_HOME.")],
+    value: Annotated[str, typer.Argument(help="Its value (stored literally, quoted safely).")],
+    dry_run: DryRunOption = False,
+    yes: YesOption = False,
+    launchctl: LaunchctlOption = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Set a variable for every new shell and session (idempotent).
+
+    Prints the line that applies it in the current shell on stdout, so
+    `eval "$(cachedoctor env set NAME VALUE --yes)"` applies it right away.
+    """
+    from cachedoctor.envvars import set_variables
+    from cachedoctor.host import Host
+
+    host = Host.current()
+    _run(lambda dry: set_variables({name: value}, host=host, dry_run=dry), host,
+         dry_run=dry_run, yes=yes, json_out=json_out, launchctl=launchctl, values={name: value})
+
+
+@env_app.command("unset")
+def unset_command(
+    names: Annotated[list[str], typer.Argument(help="Variable names.")],
+    dry_run: DryRunOption = False,
+    yes: YesOption = False,
+    launchctl: LaunchctlOption = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Stop setting variables; the managed block goes away with the last one."""
+    from cachedoctor.envvars import managed_variables, unset_variables
+    from cachedoctor.host import Host
+
+    host = Host.current()
+    unknown = [n for n in names if n not in managed_variables(host)]
+    for name in unknown:
+        info(f"{name} is not managed by cachedoctor")
+    _run(lambda dry: unset_variables(names, host=host, dry_run=dry), host, dry_run=dry_run,
+         yes=yes, json_out=json_out, launchctl=launchctl, values=dict.fromkeys(names))
+
+
+def _run(change: Callable[[bool], EnvResult], host: Host, *, dry_run: bool, yes: bool,
+         json_out: bool, launchctl: bool, values: dict[str, str | None]) -> None:
+    preview: EnvResult = change(True)
+    if dry_run or (not preview.files_changed and not _store_differs(preview)):
+        if json_out:
+            emit_json(preview.to_json())
+        else:
+            _show(preview, dry_run=dry_run)
+        return
+    if not json_out:
+        files = preview.files_changed or ["cachedoctor's variable list"]
+        info("will change:\n  " + "\n  ".join(files))
+    if not confirm("Change the environment settings?", yes=yes):
+        raise typer.Exit(1)
+    result: EnvResult = change(False)
+    if launchctl and host.os == "macos":
+        _launchctl(values)
+    if json_out:
+        emit_json(result.to_json())
+    else:
+        _show(result, dry_run=False)
+
+
+def _store_differs(result: EnvResult) -> bool:
+    return any(result.before.get(k) != v for k, v in result.after.items())
+
+
+def _show(result: EnvResult, *, dry_run: bool) -> None:
+    for message in result.messages:
+        info(message)
+    if result.apply_now and not dry_run:
+        info("to apply it in this shell now, run:")
+        typer.echo(result.apply_now)
+
+
+def _launchctl(values: dict[str, str | None]) -> None:
+    import subprocess
+
+    from cachedoctor.envvars.posix import launchctl_commands
+
+    for command in launchctl_commands(values):
+        info("running: " + " ".join(command))
+        subprocess.run(command, check=False)
+
+
+@env_app.command("list")
+def list_command(json_out: JsonOption = False) -> None:
+    """The variables cachedoctor manages, their values, and whether this process sees them.
+
+    JSON: {"variables": [{"name", "value", "current", "seen"}]} — `current` is the value this
+    process has (null when unset), `seen` is true when it equals the managed value.
+    """
+    from cachedoctor.envvars import managed_variables
+    from cachedoctor.host import Host
+
+    host = Host.current()
+    rows: list[dict[str, Any]] = []
+    for name, value in sorted(managed_variables(host).items()):
+        current = host.getenv(name)
+        rows.append({"name": name, "value": value, "current": current, "seen": current == value})
+    if json_out:
+        emit_json({"variables": rows})
+        return
+    if not rows:
+        info("cachedoctor manages no environment variables")
+        return
+    from rich.table import Table
+
+    from cachedoctor.cli.base import stdout_console
+
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("name", "value", "this shell"):
+        table.add_column(column, overflow="fold")
+    for row in rows:
+        seen = "yes" if row["seen"] else ("not set" if row["current"] is None else f"differs: {row['current']}")
+        table.add_row(row["name"], row["value"], seen)
+    stdout_console().print(table)
+    if not all(r["seen"] for r in rows):
+        info("open a new shell (or log in again) to see the managed values")

@@ -1,0 +1,273 @@
+"""Format-preserving set/remove/get of one key in a config file.
+
+Formats: `jsonc` (JSON with comments and trailing commas, e.g. VS Code `settings.json`), `json`,
+`yaml`, `toml`, `ini` (pip.conf) and `npmrc`. A string key is ONE key, dots included
+(`grok.code.cacheSize`); a list is a path of nested keys (`["cache", "ttl"]`). For `ini`,
+`section` names the `[section]`; for the other formats it is a leading key of the path.
+
+Everything outside the changed value or added/removed member stays byte-for-byte as it was
+(comments, blank lines, tabs or spaces, CRLF, key order, unicode, trailing commas). The edited
+text is re-parsed and checked before it replaces the file, which is written atomically (temp
+file in the same folder, fsync, rename). Malformed input raises `UserInputError` naming the
+file, line and column, and the file is left untouched.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from cachedoctor.configedit.common import ConfigSyntaxError
+from cachedoctor.errors import OperationFailed, UserInputError
+
+FORMATS = ("jsonc", "json", "yaml", "toml", "ini", "npmrc")
+Key = str | list[str]
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "MISSING"
+
+
+MISSING: Any = _Missing()
+
+
+@dataclass
+class ConfigEdit:
+    path: Path
+    before: str | None  # None: the file did not exist
+    after: str
+    changed: bool
+    diff: str  # unified diff, empty when unchanged
+    old_value: Any = field(default=MISSING)  # MISSING when the key was absent
+
+    @property
+    def existed(self) -> bool:
+        return self.before is not None
+
+
+def key_path(key: Key, *, section: str | None = None, fmt: str = "json") -> list[str]:
+    if isinstance(key, str):
+        parts = [key]
+    elif isinstance(key, (list, tuple)) and key and all(isinstance(k, str) for k in key):
+        parts = list(key)
+    else:
+        raise UserInputError(f"invalid key {key!r}: expected a string or a list of strings")
+    if fmt in ("ini", "npmrc"):
+        if len(parts) != 1:
+            raise UserInputError(f"{fmt} keys are flat: got the nested key {parts!r}")
+        return parts
+    return ([section] if section else []) + parts
+
+
+def show_key(key: Key) -> str:
+    return key if isinstance(key, str) else " > ".join(key)
+
+
+def _check_fmt(fmt: str) -> None:
+    if fmt not in FORMATS:
+        raise UserInputError(f"unknown config format {fmt!r}; expected one of {', '.join(FORMATS)}")
+
+
+# --- text level ------------------------------------------------------------------------------
+
+
+def get_in_text(text: str, fmt: str, key: Key, *, section: str | None = None) -> Any:
+    """The value of `key` in `text`; KeyError when absent, ConfigSyntaxError when malformed."""
+    _check_fmt(fmt)
+    path = key_path(key, section=section, fmt=fmt)
+    if fmt in ("json", "jsonc"):
+        from cachedoctor.configedit import jsonc
+
+        return jsonc.get_value(text, path, jsonc=fmt == "jsonc")
+    if fmt == "yaml":
+        from cachedoctor.configedit import yamlfile
+
+        return yamlfile.get_value(text, path)
+    if fmt == "toml":
+        from cachedoctor.configedit import tomlfile
+
+        return tomlfile.get_value(text.lstrip("\ufeff"), path)
+    from cachedoctor.configedit import inifile
+
+    return inifile.get_value(text, section, path[0], npmrc=fmt == "npmrc")
+
+
+def set_in_text(text: str, fmt: str, key: Key, value: Any, *, section: str | None = None) -> str:
+    """`text` with `key` set to `value`, verified by re-parsing; raises ConfigSyntaxError for
+    malformed input and ValueError when the value cannot go there."""
+    _check_fmt(fmt)
+    path = key_path(key, section=section, fmt=fmt)
+    if fmt in ("json", "jsonc"):
+        from cachedoctor.configedit import jsonc
+
+        after = jsonc.set_value(text, path, value, jsonc=fmt == "jsonc")
+    elif fmt == "yaml":
+        from cachedoctor.configedit import yamlfile
+
+        after = yamlfile.set_value(text, path, value)  # span edits are checked inside
+    elif fmt == "toml":
+        from cachedoctor.configedit import tomlfile
+
+        bom = "\ufeff" if text.startswith("\ufeff") else ""
+        after = bom + tomlfile.set_value(text[len(bom):], path, value)
+    else:
+        from cachedoctor.configedit import inifile
+
+        after = inifile.set_value(text, section, path[0], value, npmrc=fmt == "npmrc")
+    if after != text:
+        _verify(after, fmt, key, section, value)
+    return after
+
+
+def remove_in_text(text: str, fmt: str, key: Key, *, section: str | None = None) -> str:
+    _check_fmt(fmt)
+    path = key_path(key, section=section, fmt=fmt)
+    if fmt in ("json", "jsonc"):
+        from cachedoctor.configedit import jsonc
+
+        after = jsonc.remove_value(text, path, jsonc=fmt == "jsonc")
+    elif fmt == "yaml":
+        from cachedoctor.configedit import yamlfile
+
+        after = yamlfile.remove_value(text, path)
+    elif fmt == "toml":
+        from cachedoctor.configedit import tomlfile
+
+        bom = "\ufeff" if text.startswith("\ufeff") else ""
+        after = bom + tomlfile.remove_value(text[len(bom):], path)
+    else:
+        from cachedoctor.configedit import inifile
+
+        after = inifile.remove_value(text, section, path[0], npmrc=fmt == "npmrc")
+    if after != text:
+        _verify(after, fmt, key, section, MISSING)
+    return after
+
+
+def _verify(after: str, fmt: str, key: Key, section: str | None, expected: Any) -> None:
+    """Re-parse the edited text: it must be valid and hold exactly the intended value."""
+    try:
+        got = get_in_text(after, fmt, key, section=section)
+    except KeyError:
+        got = MISSING
+    except ConfigSyntaxError as exc:
+        raise OperationFailed(f"edit produced invalid {fmt} ({exc}); nothing was written") from None
+    if fmt in ("ini", "npmrc") and expected is not MISSING:
+        from cachedoctor.configedit.inifile import render
+
+        expected = render(expected, npmrc=fmt == "npmrc", newline="\n").replace("\n    ", "\n")
+    if got is MISSING and expected is MISSING:
+        return
+    if got is MISSING or expected is MISSING or got != expected:
+        raise OperationFailed(f"edit of {show_key(key)!r} did not round-trip; nothing was written")
+
+
+# --- file level ------------------------------------------------------------------------------
+
+
+def read_text(path: Path) -> str | None:
+    """The file's text (CRLF kept), or None when it does not exist."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        raise UserInputError(f"{path} is a folder, not a config file") from None
+    except OSError as exc:
+        raise UserInputError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UserInputError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+
+
+def syntax_error(path: Path, exc: ConfigSyntaxError) -> UserInputError:
+    return UserInputError(
+        f"{path}:{exc.line}:{exc.column}: malformed file: {exc.message}",
+        hint="the file was left untouched; fix it (or restore it) and run again",
+    )
+
+
+def unified_diff(before: str | None, after: str, name: str) -> str:
+    if before == after:
+        return ""
+    old = (before or "").splitlines(keepends=True)
+    new = after.splitlines(keepends=True)
+    lines = []
+    for line in difflib.unified_diff(old, new, fromfile=f"{name} (before)" if before is not None
+                                     else "/dev/null", tofile=f"{name} (after)"):
+        if not line.endswith("\n"):
+            line += "\n\\ No newline at end of file\n"
+        lines.append(line.replace("\r\n", "\n"))
+    return "".join(lines)
+
+
+def write_text(path: Path, text: str) -> None:
+    """Atomic replace; a symlinked config file (dotfile managers) stays a link to its target."""
+    from cachedoctor.fsutil import atomic_write_text
+
+    target = Path(os.path.realpath(path)) if path.is_symlink() else path
+    atomic_write_text(target, text)
+
+
+def _edit(path: Path, fmt: str, key: Key, value: Any, *, section: str | None, create: bool,
+          dry_run: bool, remove: bool) -> ConfigEdit:
+    path = Path(path)
+    before = read_text(path)
+    if before is None and not create:
+        raise UserInputError(f"{path} does not exist")
+    text = before or ""
+    try:
+        try:
+            old = get_in_text(text, fmt, key, section=section) if text.strip() else MISSING
+        except KeyError:
+            old = MISSING
+        if remove:
+            after = remove_in_text(text, fmt, key, section=section)
+        else:
+            after = set_in_text(text, fmt, key, value, section=section)
+    except ConfigSyntaxError as exc:
+        raise syntax_error(path, exc) from None
+    except ValueError as exc:
+        raise UserInputError(f"{path}: cannot set {show_key(key)}: {exc}") from None
+    if remove and before is None:
+        return ConfigEdit(path, None, "", False, "", MISSING)
+    changed = after != before
+    edit = ConfigEdit(path, before, after, changed, unified_diff(before, after, str(path)), old)
+    if changed and not dry_run:
+        write_text(path, after)
+    return edit
+
+
+def set_key(path: Path, fmt: str, key: Key, value: Any, *, section: str | None = None,
+            create: bool = True, dry_run: bool = False) -> ConfigEdit:
+    """Set one key, creating the file (and its folders) when `create` and it is missing."""
+    return _edit(path, fmt, key, value, section=section, create=create, dry_run=dry_run, remove=False)
+
+
+def remove_key(path: Path, fmt: str, key: Key, *, section: str | None = None,
+               dry_run: bool = False) -> ConfigEdit:
+    """Remove one key; a missing file or key is no change."""
+    return _edit(path, fmt, key, None, section=section, create=True, dry_run=dry_run, remove=True)
+
+
+def get_key(path: Path, fmt: str, key: Key, *, section: str | None = None) -> Any:
+    """The key's value; KeyError when the file or key is absent, UserInputError when malformed."""
+    path = Path(path)
+    text = read_text(path)
+    if text is None:
+        raise KeyError(show_key(key))
+    try:
+        return get_in_text(text, fmt, key, section=section)
+    except ConfigSyntaxError as exc:
+        raise syntax_error(path, exc) from None
+
+
+__all__ = [
+    "FORMATS", "MISSING", "ConfigEdit", "ConfigSyntaxError", "get_in_text", "get_key",
+    "remove_in_text", "remove_key", "set_in_text", "set_key", "show_key", "unified_diff",
+]

@@ -1,0 +1,245 @@
+"""Persistent environment variables that cachedoctor manages.
+
+The variables live in one store (`<config dir>/env.json`), which is the source of truth; each
+change re-renders them where the OS reads them:
+
+* POSIX: one marked block (`# >>> cachedoctor >>>` ... `# <<< cachedoctor <<<`) in the shell
+  start-up files that exist, a fish `conf.d` file, and (Linux) a systemd `environment.d` file;
+* Windows: values in `HKCU\\Environment`, then a `WM_SETTINGCHANGE` broadcast.
+
+Re-running changes nothing; removing the last variable removes the block (and deletes the files
+that are cachedoctor's own); text outside the block is never altered. Every change is recorded
+in the history (kind `env`) with the values before and after, so it can be undone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from cachedoctor.errors import UserInputError
+from cachedoctor.host import Host
+
+if TYPE_CHECKING:
+    from cachedoctor.envvars.windows import Registry
+    from cachedoctor.history import Change
+
+
+@dataclass
+class EnvResult:
+    files_changed: list[str]
+    apply_now: str  # the line that applies the change in the current shell
+    messages: list[str]
+    before: dict[str, str | None] = field(default_factory=dict)  # managed values before
+    after: dict[str, str | None] = field(default_factory=dict)  # None: no longer managed
+    dry_run: bool = False
+    change_id: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "files_changed": self.files_changed, "apply_now": self.apply_now, "messages": self.messages,
+            "before": self.before, "after": self.after, "dry_run": self.dry_run,
+            "change_id": self.change_id,
+        }
+
+
+def store_file() -> Path:
+    from cachedoctor.state import config_dir
+
+    return config_dir() / "env.json"
+
+
+def _load_store() -> dict[str, str]:
+    path = store_file()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UserInputError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
+    variables = data.get("variables") if isinstance(data, dict) else None
+    if not isinstance(variables, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in variables.items()
+    ):
+        raise UserInputError(f"{path}: expected {{\"variables\": {{NAME: value}}}}")
+    return dict(variables)
+
+
+def _save_store(values: Mapping[str, str]) -> None:
+    from cachedoctor.fsutil import atomic_write_text
+
+    document = {"variables": dict(sorted(values.items()))}
+    atomic_write_text(store_file(), json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+
+
+def managed_variables(host: Host) -> dict[str, str]:
+    """Every variable cachedoctor manages, with the value it set."""
+    return _load_store()
+
+
+def visible(name: str, host: Host) -> str | None:
+    """The value the given host environment (usually this process) sees."""
+    return host.getenv(name)
+
+
+def validate(values: Mapping[str, str | None], host: Host) -> None:
+    from cachedoctor.envvars.posix import NAME_RE
+
+    for name, value in values.items():
+        if not NAME_RE.match(name):
+            raise UserInputError(
+                f"invalid variable name {name!r}: use letters, digits and _ (not starting with a digit)"
+            )
+        if value is not None and any(c in value for c in "\0\n\r"):
+            raise UserInputError(f"the value of {name} contains a line break or NUL byte")
+        if host.is_windows and value is not None and len(value) > 32766:
+            raise UserInputError(f"the value of {name} is longer than Windows allows (32767)")
+
+
+def set_variables(values: dict[str, str], *, host: Host, dry_run: bool = False,
+                  tool: str | None = None, registry: Registry | None = None) -> EnvResult:
+    """Set (or change) managed variables persistently."""
+    if not values:
+        raise UserInputError("no variables to set")
+    return _change(dict(values), host=host, dry_run=dry_run, tool=tool, registry=registry)
+
+
+def unset_variables(names: list[str], *, host: Host, dry_run: bool = False,
+                    tool: str | None = None, registry: Registry | None = None) -> EnvResult:
+    """Stop managing variables: remove them from the block (or the registry)."""
+    if not names:
+        raise UserInputError("no variables to unset")
+    return _change(dict.fromkeys(names), host=host, dry_run=dry_run, tool=tool, registry=registry)
+
+
+def revert(before: Mapping[str, str | None], *, host: Host, dry_run: bool = False,
+           undoes: int | None = None, registry: Registry | None = None) -> EnvResult:
+    """Bring the given variables back to `before` (None: not managed)."""
+    return _change(dict(before), host=host, dry_run=dry_run, tool=None, registry=registry, undoes=undoes)
+
+
+def undo_change(change: Change, *, host: Host | None = None, dry_run: bool = False,
+                registry: Registry | None = None) -> EnvResult:
+    """Undo a recorded `env` change (history kind "env"): restore the values it replaced."""
+    if change.kind != "env":
+        raise UserInputError(f"change {change.id} is a {change.kind} change, not an env change")
+    before = change.before.get("values")
+    if not isinstance(before, dict):
+        raise UserInputError(f"change {change.id} holds no variable values to restore")
+    return revert(before, host=host or Host.current(), dry_run=dry_run, undoes=change.id,
+                  registry=registry)
+
+
+def _change(wanted: dict[str, str | None], *, host: Host, dry_run: bool, tool: str | None,
+            registry: Registry | None, undoes: int | None = None) -> EnvResult:
+    from cachedoctor.locking import exclusive
+
+    validate(wanted, host)
+    with exclusive("env:managed-variables", what="the managed environment variables"):
+        store = _load_store()
+        before = {name: store.get(name) for name in wanted}
+        new_store = dict(store)
+        for name, value in wanted.items():
+            if value is None:
+                new_store.pop(name, None)
+            else:
+                new_store[name] = value
+        if host.is_windows:
+            files, messages = _windows(wanted, dry_run=dry_run, registry=registry)
+        else:
+            files, messages = _posix(new_store, host, dry_run=dry_run)
+        store_changed = new_store != store
+        if store_changed and not dry_run:
+            _save_store(new_store)
+    result = EnvResult(files, "", messages, before, dict(wanted), dry_run)
+    changed_values = {k: v for k, v in wanted.items() if before[k] != v}
+    if not files and not store_changed:
+        result.messages.insert(0, "already set: nothing to change")
+        return result
+    result.apply_now = _apply_now(changed_values or wanted, host)
+    result.messages.append(
+        "new shells and apps started from now on see the change"
+        + ("" if host.is_windows else " (GUI sessions after the next login)")
+    )
+    if host.os == "macos":
+        from cachedoctor.envvars.posix import launchctl_commands
+
+        commands = "; ".join(" ".join(c) for c in launchctl_commands(changed_values or wanted))
+        result.messages.append(
+            f"GUI apps started from the Dock or Finder do not read shell files: run `{commands}` "
+            "(or `cachedoctor env set --launchctl ...`) to give them the change until the next restart"
+        )
+    if not dry_run:
+        from cachedoctor import history
+
+        names = ", ".join(sorted(wanted))
+        verb = "set" if all(v is not None for v in wanted.values()) else "unset"
+        summary = f"env {verb} {names}" if undoes is None else f"undo env change {undoes}: {names}"
+        result.change_id = history.record(
+            "env", summary, tool=tool, before={"values": before},
+            after={"values": dict(wanted), "files": files}, undoes=undoes,
+        )
+    return result
+
+
+def _apply_now(values: Mapping[str, str | None], host: Host) -> str:
+    if host.is_windows:
+        from cachedoctor.envvars.windows import apply_now
+
+        return apply_now(values)
+    from cachedoctor.envvars.posix import apply_now as posix_apply_now
+
+    return posix_apply_now(values, host)
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_bytes().decode("utf-8", "surrogateescape")
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise UserInputError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def _posix(store: Mapping[str, str], host: Host, *, dry_run: bool) -> tuple[list[str], list[str]]:
+    from cachedoctor.envvars.posix import plan
+    from cachedoctor.fsutil import atomic_write_bytes, fsync_dir
+
+    changed = [p for p in plan(store, host, _read) if p.changed]
+    if not dry_run:
+        for file_plan in changed:
+            target = Path(os.path.realpath(file_plan.path))  # a linked dotfile stays a link
+            if file_plan.after is None:
+                with contextlib.suppress(FileNotFoundError):
+                    target.unlink()
+                fsync_dir(target.parent)
+            else:
+                mode = None if file_plan.before is not None else 0o644
+                atomic_write_bytes(target, file_plan.after.encode("utf-8", "surrogateescape"), mode=mode)
+    messages = [f"{'would update' if dry_run else 'updated'} {p.path}" if p.after is not None
+                else f"{'would remove' if dry_run else 'removed'} {p.path}" for p in changed]
+    return [str(p.path) for p in changed], messages
+
+
+def _windows(wanted: Mapping[str, str | None], *, dry_run: bool,
+             registry: Registry | None) -> tuple[list[str], list[str]]:
+    from cachedoctor.envvars.windows import WinRegistry, apply_ops, plan_ops
+
+    reg: Registry = registry if registry is not None else WinRegistry()
+    current = {name: reg.read(name) for name in wanted}
+    ops = plan_ops(wanted, current)
+    messages = [("would " if dry_run else "") + op.describe() for op in ops]
+    if ops and not dry_run and not apply_ops(ops, reg):
+        messages.append("the WM_SETTINGCHANGE broadcast timed out: sign out and in to be sure "
+                        "every program sees the change")
+    return [f"HKCU\\Environment\\{op.name}" for op in ops], messages
+
+
+__all__ = ["EnvResult", "managed_variables", "revert", "set_variables", "undo_change", "unset_variables"]

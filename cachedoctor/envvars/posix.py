@@ -1,0 +1,201 @@
+"""POSIX seam: the managed block in shell start-up files, fish and systemd environment.d.
+
+Pure functions render and splice text; `plan` says which file gets which new content. Nothing
+here writes: the caller writes the planned files atomically.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from cachedoctor.host import Host
+
+BEGIN = "# >>> cachedoctor >>>"
+END = "# <<< cachedoctor <<<"
+NOTE = "# Managed by cachedoctor (`cachedoctor env set/unset`); edits inside this block are replaced."
+
+SHELL_FILES = (".profile", ".bash_profile", ".bashrc", ".zshrc")
+NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ReadFn = Callable[[Path], "str | None"]
+_ENVD_BARE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]*$")
+
+
+@dataclass(frozen=True)
+class FilePlan:
+    path: Path
+    before: str | None  # None: the file does not exist
+    after: str | None  # None: the file is to be deleted (it was ours and is now empty)
+    kind: str  # sh, fish, environment.d
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+def sh_line(name: str, value: str) -> str:
+    return f"export {name}={shlex.quote(value)}"
+
+
+def fish_quote(value: str) -> str:
+    """fish single quotes: only `\\` and `'` need a backslash."""
+    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def fish_line(name: str, value: str) -> str:
+    return f"set -gx {name} {fish_quote(value)}"
+
+
+def envd_quote(value: str) -> str:
+    """A literal value for systemd's environment.d (`KEY=VALUE`).
+
+    systemd expands `$VAR` even inside quotes; `$$` is a literal `$`. Inside double quotes a
+    backslash escapes `\\` and `"`.
+    """
+    if _ENVD_BARE.match(value):
+        return value
+    escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "$$")
+    return f'"{escaped}"'
+
+
+def render_block(values: Mapping[str, str], kind: str, newline: str = "\n") -> str:
+    """The managed block (markers included, ending with a newline); empty for no variables."""
+    if not values:
+        return ""
+    if kind == "environment.d":
+        body = [f"{name}={envd_quote(values[name])}" for name in sorted(values)]
+    elif kind == "fish":
+        body = [fish_line(name, values[name]) for name in sorted(values)]
+    else:
+        body = [sh_line(name, values[name]) for name in sorted(values)]
+    return newline.join([BEGIN, NOTE, *body, END]) + newline
+
+
+def find_block(text: str) -> tuple[int, int] | None:
+    """Character span of the managed block, from the start of the BEGIN line through the END
+    line's line break; None when the file has no (complete) block."""
+    start = _marker_line(text, BEGIN, 0)
+    if start is None:
+        return None
+    end_line = _marker_line(text, END, start)
+    if end_line is None:
+        return None
+    stop = text.find("\n", end_line)
+    return start, len(text) if stop < 0 else stop + 1
+
+
+def _marker_line(text: str, marker: str, start: int) -> int | None:
+    for match in re.finditer(rf"^{re.escape(marker)}[ \t]*\r?$", text[start:], re.MULTILINE):
+        return start + match.start()
+    return None
+
+
+def splice(text: str, values: Mapping[str, str], kind: str) -> str:
+    """`text` with its managed block replaced (or appended, or removed); nothing else changes."""
+    newline = "\r\n" if "\r\n" in text else "\n"
+    block = render_block(values, kind, newline)
+    span = find_block(text)
+    if span is not None:
+        return text[:span[0]] + block + text[span[1]:]
+    if not block:
+        return text
+    if text and not text.endswith("\n"):
+        text += newline
+    return text + block
+
+
+def block_values(text: str) -> dict[str, str]:
+    """Variables set in a managed sh block (for reporting; the store is the source of truth)."""
+    span = find_block(text)
+    if span is None:
+        return {}
+    found: dict[str, str] = {}
+    for line in text[span[0]:span[1]].splitlines():
+        if line.startswith("export ") and "=" in line:
+            name, _, quoted = line[len("export "):].partition("=")
+            parts = shlex.split(quoted)
+            found[name] = parts[0] if parts else ""
+    return found
+
+
+def config_home(host: Host) -> Path:
+    xdg = host.getenv("XDG_CONFIG_HOME")
+    return Path(xdg) if xdg and xdg.startswith("/") else Path(host.home) / ".config"
+
+
+def fish_file(host: Host) -> Path:
+    return config_home(host) / "fish" / "conf.d" / "cachedoctor.fish"
+
+
+def envd_file(host: Host) -> Path:
+    return config_home(host) / "environment.d" / "60-cachedoctor.conf"
+
+
+def target_files(host: Host) -> list[tuple[Path, str, bool]]:
+    """(file, kind, ours) for every file that gets the block on this host.
+
+    Shell files that exist get the block; when none exists, `~/.profile` (Linux) or `~/.zshrc`
+    (macOS, whose default shell is zsh) is created. fish gets its own conf.d file when fish is
+    configured; systemd user sessions (Linux) get an environment.d file.
+    """
+    home = Path(host.home)
+    shells = [(home / name, "sh", False) for name in SHELL_FILES if (home / name).exists()]
+    if not shells:
+        shells = [(home / (".zshrc" if host.os == "macos" else ".profile"), "sh", False)]
+    out = shells
+    if (config_home(host) / "fish").is_dir():
+        out.append((fish_file(host), "fish", True))
+    if host.os in ("linux", "wsl"):
+        out.append((envd_file(host), "environment.d", True))
+    return out
+
+
+def all_files(host: Host) -> list[tuple[Path, str, bool]]:
+    """Every file that may hold a block (for removal), whether or not it would get a new one."""
+    home = Path(host.home)
+    files = [(home / name, "sh", False) for name in SHELL_FILES]
+    return [*files, (fish_file(host), "fish", True), (envd_file(host), "environment.d", True)]
+
+
+def plan(values: Mapping[str, str], host: Host, read: ReadFn) -> list[FilePlan]:
+    """New content for every file that holds or should hold the block."""
+    plans: list[FilePlan] = []
+    targets = {path: (kind, ours) for path, kind, ours in target_files(host)}
+    for path, kind, ours in all_files(host):
+        before = read(path)
+        if path not in targets and (before is None or find_block(before) is None):
+            continue
+        wanted = values if path in targets else {}
+        after: str | None = splice(before or "", wanted, kind)
+        if ours and not (after or "").strip():
+            after = None
+        if before is None and after == "":
+            after = None
+        plans.append(FilePlan(path, before, after, kind))
+    return plans
+
+
+def apply_now(values: Mapping[str, str | None], host: Host) -> str:
+    """The line that applies the change in the current shell."""
+    fish = (host.getenv("SHELL") or "").endswith("fish")
+    sets = {k: v for k, v in values.items() if v is not None}
+    unsets = sorted(k for k, v in values.items() if v is None)
+    parts: list[str] = []
+    if fish:
+        parts += [fish_line(k, sets[k]) for k in sorted(sets)]
+        parts += [f"set -e {k}" for k in unsets]
+        return "; ".join(parts)
+    if sets:
+        parts.append("export " + " ".join(f"{k}={shlex.quote(sets[k])}" for k in sorted(sets)))
+    if unsets:
+        parts.append("unset " + " ".join(unsets))
+    return "; ".join(parts)
+
+
+def launchctl_commands(values: Mapping[str, str | None]) -> list[list[str]]:
+    """macOS: make GUI apps (started by launchd) see the change (until the next restart)."""
+    return [["launchctl", "setenv", k, v] if v is not None else ["launchctl", "unsetenv", k]
+            for k, v in sorted(values.items())]

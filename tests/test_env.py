@@ -1,0 +1,237 @@
+"""Persistent environment variables: managed blocks in real files, real shells, Windows seam."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cachedoctor import history
+from cachedoctor.envvars import (
+    managed_variables,
+    posix,
+    set_variables,
+    undo_change,
+    unset_variables,
+    windows,
+)
+from cachedoctor.errors import UserInputError
+from cachedoctor.host import Host
+from tests.conftest import run_cli
+
+BASHRC = (
+    "# ~/.bashrc: executed by bash(1) for non-login shells.\n"
+    "[ -z \"$PS1\" ] && return\n"
+    "\n"
+    "alias ll='ls -alF'   # user content, trailing spaces kept  \n"
+    "export PATH=\"$HOME/bin:$PATH\"\n"
+)
+PROFILE = "# ~/.profile\r\nif [ -n \"$BASH_VERSION\" ]; then . \"$HOME/.bashrc\"; fi\r\n"
+
+
+def linux_host(home: Path) -> Host:
+    return Host(os="linux", env={"HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config")},
+                home=str(home))
+
+
+def test_set_and_unset_keep_user_content_byte_identical(isolated_home):
+    home = isolated_home
+    (home / ".bashrc").write_text(BASHRC)
+    (home / ".profile").write_bytes(PROFILE.encode())
+    host = linux_host(home)
+    result = set_variables({"HF_HOME": "/mnt/d/hf cache", "TMPDIR": "/mnt/d/tmp"}, host=host)
+    bashrc = (home / ".bashrc").read_text()
+    assert bashrc.startswith(BASHRC)
+    assert bashrc[len(BASHRC):] == (
+        f"{posix.BEGIN}\n{posix.NOTE}\nexport HF_HOME='/mnt/d/hf cache'\nexport TMPDIR=/mnt/d/tmp\n{posix.END}\n"
+    )
+    profile = (home / ".profile").read_bytes().decode()
+    assert profile.startswith(PROFILE) and profile.endswith(f"{posix.END}\r\n")  # CRLF file stays CRLF
+    assert not (home / ".zshrc").exists()  # only files that exist get the block
+    envd = home / ".config" / "environment.d" / "60-cachedoctor.conf"
+    assert "HF_HOME=\"/mnt/d/hf cache\"" in envd.read_text()
+    assert sorted(result.files_changed) == sorted([str(home / ".bashrc"), str(home / ".profile"), str(envd)])
+    assert result.apply_now == "export HF_HOME='/mnt/d/hf cache' TMPDIR=/mnt/d/tmp"
+    assert managed_variables(host) == {"HF_HOME": "/mnt/d/hf cache", "TMPDIR": "/mnt/d/tmp"}
+
+    again = set_variables({"HF_HOME": "/mnt/d/hf cache"}, host=host)
+    assert again.files_changed == [] and again.change_id is None
+
+    set_variables({"HF_HOME": "/mnt/e/hf"}, host=host)
+    assert (home / ".bashrc").read_text().count(posix.BEGIN) == 1
+    unset_variables(["HF_HOME", "TMPDIR"], host=host)
+    assert (home / ".bashrc").read_text() == BASHRC
+    assert (home / ".profile").read_bytes().decode() == PROFILE
+    assert not envd.exists()
+    assert managed_variables(host) == {}
+
+
+def test_history_records_values_and_undo_restores_them(isolated_home):
+    host = linux_host(isolated_home)
+    set_variables({"ASTRA_CACHE_DIR": "/a"}, host=host)
+    second = set_variables({"ASTRA_CACHE_DIR": "/b", "TMPDIR": "/t"}, host=host)
+    change = history.get(second.change_id or 0)
+    assert change is not None and change.kind == "env"
+    assert change.before == {"values": {"ASTRA_CACHE_DIR": "/a", "TMPDIR": None}}
+    assert change.after["values"] == {"ASTRA_CACHE_DIR": "/b", "TMPDIR": "/t"}
+    undone = undo_change(change, host=host)
+    assert managed_variables(host) == {"ASTRA_CACHE_DIR": "/a"}
+    assert history.get(second.change_id or 0).undone_by == undone.change_id  # type: ignore[union-attr]
+
+
+def test_dry_run_changes_nothing(isolated_home):
+    host = linux_host(isolated_home)
+    (isolated_home / ".zshrc").write_text("setopt autocd\n")
+    result = set_variables({"X": "1"}, host=host, dry_run=True)
+    assert str(isolated_home / ".zshrc") in result.files_changed
+    assert (isolated_home / ".zshrc").read_text() == "setopt autocd\n"
+    assert managed_variables(host) == {} and history.changes(kind="env") == []
+
+
+@pytest.mark.parametrize("value", ["plain", "with space", "it's", 'dq"x', "$HOME/x", "back\\slash",
+                                   "`cmd`", "ünïcode ✓", "a;b&c|d", ""])
+def test_sh_quoting_is_exact_in_a_real_shell(isolated_home, value):
+    host = linux_host(isolated_home)
+    (isolated_home / ".profile").write_text("")
+    set_variables({"CD_TEST": value}, host=host)
+    out = subprocess.run(["sh", "-c", '. "$HOME/.profile"; printf %s "$CD_TEST"'],
+                         capture_output=True, env={**os.environ, "HOME": str(isolated_home)})
+    assert out.stdout.decode() == value
+
+
+@pytest.mark.skipif(not Path("/usr/lib/systemd/user-environment-generators/"
+                             "30-systemd-environment-d-generator").exists(), reason="needs systemd")
+def test_environment_d_values_read_back_by_systemd(isolated_home):
+    host = linux_host(isolated_home)
+    values = {"A_PLAIN": "/mnt/d/cache", "A_SPACE": "x y", "A_DOLLAR": "p$HOME", "A_QUOTE": 'q"b\\s'}
+    set_variables(values, host=host)
+    out = subprocess.run(
+        ["/usr/lib/systemd/user-environment-generators/30-systemd-environment-d-generator"],
+        capture_output=True, text=True, check=True,
+        env={"XDG_CONFIG_HOME": str(isolated_home / ".config"), "PATH": os.environ["PATH"]},
+    ).stdout
+    got = {}
+    for line in out.splitlines():  # the generator prints shell-quoted KEY=VALUE lines
+        name = line.split("=", 1)[0]
+        if name in values:
+            got[name] = subprocess.run(["sh", "-c", f"{line}; printf %s \"${name}\""],
+                                       capture_output=True, text=True).stdout
+    assert got == values
+
+
+def test_fish_file_when_fish_is_configured(isolated_home):
+    (isolated_home / ".config" / "fish").mkdir(parents=True)
+    host = linux_host(isolated_home)
+    set_variables({"HF_HOME": "it's \\ here"}, host=host)
+    fish = isolated_home / ".config" / "fish" / "conf.d" / "cachedoctor.fish"
+    assert "set -gx HF_HOME 'it\\'s \\\\ here'\n" in fish.read_text()
+    if shutil.which("fish"):
+        out = subprocess.run(["fish", "-c", f"source {fish}; printf %s $HF_HOME"],
+                             capture_output=True, text=True)
+        assert out.stdout == "it's \\ here"
+    unset_variables(["HF_HOME"], host=host)
+    assert not fish.exists()
+
+
+def test_block_splice_is_pure_and_exact():
+    text = "a\nb"  # no final newline
+    spliced = posix.splice(text, {"X": "1"}, "sh")
+    assert spliced.startswith("a\nb\n" + posix.BEGIN)
+    assert posix.splice(spliced, {}, "sh") == "a\nb\n"
+    middle = f"top\n{posix.BEGIN}\nexport OLD=1\n{posix.END}\nbottom\n"
+    assert posix.splice(middle, {"N": "2"}, "sh") == (
+        f"top\n{posix.BEGIN}\n{posix.NOTE}\nexport N=2\n{posix.END}\nbottom\n")
+    assert posix.splice(middle, {}, "sh") == "top\nbottom\n"
+    assert posix.block_values(posix.splice("", {"Q": "a b"}, "sh")) == {"Q": "a b"}
+
+
+def test_macos_targets_and_launchctl_advice(isolated_home):
+    host = Host(os="macos", env={"HOME": str(isolated_home)}, home=str(isolated_home))
+    result = set_variables({"HF_HOME": "/Volumes/ext/hf"}, host=host)
+    assert result.files_changed == [str(isolated_home / ".zshrc")]  # no environment.d on macOS
+    assert any("launchctl setenv HF_HOME /Volumes/ext/hf" in m for m in result.messages)
+    assert posix.launchctl_commands({"A": "1", "B": None}) == [
+        ["launchctl", "setenv", "A", "1"], ["launchctl", "unsetenv", "B"]]
+
+
+def test_invalid_names_and_values_are_refused(isolated_home):
+    host = linux_host(isolated_home)
+    for bad in ({"1X": "v"}, {"A-B": "v"}, {"X": "two\nlines"}):
+        with pytest.raises(UserInputError):
+            set_variables(bad, host=host)
+    assert not (isolated_home / ".profile").exists()
+
+
+# --- Windows seam (pure parts and a fake registry) --------------------------------------------
+
+
+class FakeRegistry:
+    def __init__(self) -> None:
+        self.values: dict[str, tuple[str, int]] = {}
+        self.broadcasts = 0
+
+    def read(self, name: str) -> tuple[str, int] | None:
+        return self.values.get(name)
+
+    def write(self, name: str, value: str, type_: int) -> None:
+        self.values[name] = (value, type_)
+
+    def delete(self, name: str) -> None:
+        self.values.pop(name, None)
+
+    def broadcast(self) -> bool:
+        self.broadcasts += 1
+        return True
+
+
+def test_registry_value_types_and_plan():
+    assert windows.value_type(r"D:\ai\hf") == windows.REG_SZ
+    assert windows.value_type(r"%USERPROFILE%\hf") == windows.REG_EXPAND_SZ
+    assert windows.value_type("100%") == windows.REG_SZ
+    ops = windows.plan_ops({"A": "x", "B": None, "C": "%TEMP%\\c", "D": "same"},
+                           {"B": ("old", 1), "D": ("same", 1)})
+    assert [o.describe() for o in ops] == [
+        "set HKCU\\Environment\\A = x (REG_SZ)", "delete HKCU\\Environment\\B",
+        "set HKCU\\Environment\\C = %TEMP%\\c (REG_EXPAND_SZ)"]
+    assert windows.apply_now({"A": "it's", "B": None}) == (
+        "$env:A = 'it''s'; Remove-Item Env:B -ErrorAction SilentlyContinue")
+    assert (windows.HWND_BROADCAST, windows.WM_SETTINGCHANGE) == (0xFFFF, 0x1A)
+
+
+def test_windows_set_unset_through_the_registry_seam(isolated_home):
+    host = Host(os="windows", env={"USERPROFILE": str(isolated_home)}, home=str(isolated_home))
+    reg = FakeRegistry()
+    result = set_variables({"HF_HOME": r"%USERPROFILE%\hf"}, host=host, registry=reg)
+    assert reg.values == {"HF_HOME": (r"%USERPROFILE%\hf", windows.REG_EXPAND_SZ)}
+    assert reg.broadcasts == 1 and result.files_changed == ["HKCU\\Environment\\HF_HOME"]
+    assert result.apply_now == "$env:HF_HOME = '%USERPROFILE%\\hf'"
+    assert not (isolated_home / ".profile").exists()
+    assert set_variables({"HF_HOME": r"%USERPROFILE%\hf"}, host=host, registry=reg).files_changed == []
+    assert reg.broadcasts == 1
+    unset_variables(["HF_HOME"], host=host, registry=reg)
+    assert reg.values == {} and reg.broadcasts == 2
+
+
+# --- CLI --------------------------------------------------------------------------------------
+
+
+def test_cli_env_set_list_unset(isolated_home):
+    (isolated_home / ".bashrc").write_text(BASHRC)
+    refused = run_cli("env", "set", "HF_HOME", "/data/hf")
+    assert refused.returncode == 2 and "--yes" in refused.stderr
+    assert (isolated_home / ".bashrc").read_text() == BASHRC
+    done = run_cli("env", "set", "HF_HOME", "/data/hf", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "export HF_HOME=/data/hf"
+    assert "new shells" in done.stderr
+    listed = json.loads(run_cli("env", "list", "--json").stdout)
+    assert listed == {"variables": [{"name": "HF_HOME", "value": "/data/hf", "current": None, "seen": False}]}
+    assert "already set" in run_cli("env", "set", "HF_HOME", "/data/hf", "--yes").stderr
+    bad = run_cli("env", "set", "BAD-NAME", "x", "--yes")
+    assert bad.returncode == 2 and "error: invalid variable name" in bad.stderr
+    assert run_cli("env", "unset", "HF_HOME", "--yes").returncode == 0
+    assert (isolated_home / ".bashrc").read_text() == BASHRC
