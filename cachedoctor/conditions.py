@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cachedoctor.host import OsName
 
@@ -63,6 +63,16 @@ class FreeSpaceBelow(_Condition):
     location: str
     size: str | None = None
     percent: float | None = Field(default=None, gt=0, lt=100)
+
+    @model_validator(mode="after")
+    def _one_threshold(self) -> FreeSpaceBelow:
+        if (self.size is None) == (self.percent is None):
+            raise ValueError("give exactly one of `size` (e.g. 10GB) or `percent`")
+        if self.size is not None:
+            from cachedoctor.units import parse_size
+
+            parse_size(self.size)  # a UserInputError is a ValueError
+        return self
 
 
 class OverQuota(_Condition):

@@ -26,8 +26,10 @@ class CachedoctorError(Exception):
         return self.message if not self.hint else f"{self.message}\n  hint: {self.hint}"
 
 
-class UserInputError(CachedoctorError):
-    """The user asked for something invalid: unknown tool, malformed size, bad path."""
+class UserInputError(CachedoctorError, ValueError):
+    """The user asked for something invalid: unknown tool, malformed size, bad path.
+
+    Also a ValueError, so validators (pydantic) report it as an invalid value."""
 
     exit_code = EXIT_BAD_INPUT
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
-from functools import lru_cache
 
 from cachedoctor.host import Host
 from cachedoctor.profiles.model import Profile
@@ -22,12 +22,26 @@ def running_processes(profile: Profile, host: Host) -> list[RunningProcess]:
     return [p for p in _process_table() if p.name.lower() in names]
 
 
-@lru_cache(maxsize=1)
-def _process_table() -> tuple[RunningProcess, ...]:
-    """One snapshot of the process list per command, shared by every profile asked about."""
-    import psutil
+_SNAPSHOT_TTL = 1.0  # seconds: one listing serves a loop over every profile, not a later check
+_snapshot: tuple[float, tuple[RunningProcess, ...]] | None = None
 
-    return tuple(
-        RunningProcess(proc.info["pid"], proc.info["name"] or "")
-        for proc in psutil.process_iter(["pid", "name"])
-    )
+
+def _process_table() -> tuple[RunningProcess, ...]:
+    """A snapshot of the process list, shared by the profiles asked about within a second."""
+    global _snapshot
+    now = time.monotonic()
+    if _snapshot is None or now - _snapshot[0] > _SNAPSHOT_TTL:
+        import psutil
+
+        table = tuple(
+            RunningProcess(proc.info["pid"], proc.info["name"] or "")
+            for proc in psutil.process_iter(["pid", "name"])
+        )
+        _snapshot = (now, table)
+    return _snapshot[1]
+
+
+def forget_snapshot() -> None:
+    """Make the next question list processes afresh (a last check just before a change)."""
+    global _snapshot
+    _snapshot = None

@@ -347,18 +347,18 @@ def test_undo_a_move_refuses_while_the_tool_runs(tmp_path: Path) -> None:
     fake.symlink_to(sys.executable)
     (folder / "demo.yaml").write_text(text + "processes:\n  linux: [demo-tool-proc]\n", encoding="utf-8")
     proc = subprocess.Popen([str(fake), "-c", "import time; time.sleep(60)"])
-    from cachedoctor.processes import _process_table
+    from cachedoctor.processes import forget_snapshot
 
     try:
         import time
 
         time.sleep(0.3)
-        _process_table.cache_clear()  # the table is read once per CLI process
+        forget_snapshot()  # the process list is cached for a second
         with pytest.raises(RefusedError, match=r"cannot undo change #\d+ .*: Demo is running"):
             undo.plan_undo(change, host(), profiles_dirs=[str(folder)])
     finally:
         proc.kill()
         proc.wait()
-        _process_table.cache_clear()
+        forget_snapshot()
     undo.undo(change, host(), profiles_dirs=[str(folder)])
     assert cache.is_dir() and not cache.is_symlink()

@@ -52,14 +52,10 @@ class PathsPerOs(PerOs):
     @field_validator("windows", "macos", "linux", "wsl")
     @classmethod
     def _valid_templates(cls, values: list[str] | None) -> list[str] | None:
-        from cachedoctor.errors import UserInputError
         from cachedoctor.resolve import check_template
 
         for template in values or []:
-            try:
-                check_template(template)
-            except UserInputError as exc:
-                raise ValueError(exc.message) from None
+            check_template(template)  # a UserInputError is a ValueError: pydantic reports it
         return values
 
 
@@ -161,7 +157,7 @@ class Location(_Model):
         if value is not None:
             from cachedoctor.units import parse_size
 
-            parse_size(value)
+            parse_size(value)  # a UserInputError is a ValueError
         return value
 
 
