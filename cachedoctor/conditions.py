@@ -7,7 +7,7 @@ model registered here; the doctor registers an evaluator for each name
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal, Union, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -143,24 +143,6 @@ class OsIs(_Condition):
     os: list[OsName] = Field(min_length=1)
 
 
-CONDITION_TYPES: tuple[type[_Condition], ...] = (
-    LocationExists,
-    MountOption,
-    FilesystemType,
-    LinkKind,
-    LinkTargetMissing,
-    FreeSpaceBelow,
-    OverQuota,
-    SettingDiffers,
-    SettingBelow,
-    SettingAbsolutePath,
-    PolicyValueBelow,
-    JournalUnfinished,
-    EnvNotSet,
-    EnvNotSeen,
-    OsIs,
-)
-
 Condition = Annotated[
     Union[  # noqa: UP007 - a discriminated union needs the Union form
         LocationExists,
@@ -181,6 +163,8 @@ Condition = Annotated[
     ],
     Field(discriminator="type"),
 ]
+
+CONDITION_TYPES: tuple[type[_Condition], ...] = get_args(get_args(Condition)[0])
 
 
 def condition_names() -> list[str]:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cachedoctor.errors import UserInputError
-from cachedoctor.fsutil import atomic_write_text
+from cachedoctor.fsutil import atomic_write_text, read_json_file
 from cachedoctor.state import config_dir
 
 
@@ -24,14 +24,9 @@ def quotas_file() -> Any:
 
 def _load() -> dict[str, dict[str, int]]:
     path = quotas_file()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    data = read_json_file(path, "quota file")
+    if data is None:
         return {}
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UserInputError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON in the quota file: {exc.msg}") from None
     if not isinstance(data, dict) or not all(
         isinstance(v, dict) and all(isinstance(b, int) for b in v.values()) for v in data.values()
     ):

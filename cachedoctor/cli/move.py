@@ -1,1 +1,238 @@
-"""`cachedoctor move`: being written."""
+"""`cachedoctor move` and `cachedoctor restore`: crash-safe cache relocation."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from cachedoctor.cli.base import (
+    OPTIONS,
+    DryRunOption,
+    JsonOption,
+    YesOption,
+    app,
+    confirm,
+    emit_json,
+    info,
+    profile_set,
+    warn,
+)
+from cachedoctor.errors import EXIT_OK
+
+if TYPE_CHECKING:
+    from cachedoctor.host import Host
+    from cachedoctor.relocate import RestorePlan
+    from cachedoctor.relocate.engine import Outcome
+    from cachedoctor.relocate.plan import MovePlan
+
+LocationOption = Annotated[
+    str | None, typer.Option("--location", "-l", metavar="ID", help="Only this location of the tool.")
+]
+ForceOption = Annotated[
+    bool, typer.Option("--force", help="Go ahead even though the tool is running (with a warning).")
+]
+
+
+@app.command()
+def move(
+    tool: Annotated[str, typer.Argument(help="Tool id (see `cachedoctor profiles list`).")],
+    dest: Annotated[str, typer.Argument(
+        help="Parent folder: the cache lands in DEST/<tool> (or DEST/<tool>/<location>).")],
+    location: LocationOption = None,
+    method: Annotated[str | None, typer.Option(
+        "--method", metavar="link|env|policy|config",
+        help="How the tool finds the new place (default: the profile's first choice).")] = None,
+    link: Annotated[str | None, typer.Option(
+        "--link", metavar="junction|symlink",
+        help="Link kind for --method link (default: junction on Windows, symlink elsewhere).")] = None,
+    verify: Annotated[str, typer.Option(
+        "--verify", metavar="size|hash",
+        help="Check every copied file by size and mtime, or also by content hash.")] = "size",
+    force: ForceOption = False,
+    dry_run: DryRunOption = False,
+    yes: YesOption = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Move a tool's cache to DEST and point the tool at it; crash-safe and journaled.
+
+    Re-running a move that was interrupted finishes it; `cachedoctor restore` rolls it back.
+    Exit codes: 0 moved (or already there), 1 failed (nothing lost), 2 refused or bad input,
+    130 interrupted.
+    """
+    from cachedoctor.errors import UserInputError
+    from cachedoctor.host import Host
+    from cachedoctor.locking import cache_lock
+    from cachedoctor.relocate import execute_move, plan_move
+    from cachedoctor.relocate.plan import choose_locations
+
+    if method is not None and method not in ("link", "env", "policy", "config"):
+        raise UserInputError(f"--method must be link, env, policy or config, not {method!r}")
+    if link is not None and link not in ("junction", "symlink"):
+        raise UserInputError(f"--link must be junction or symlink, not {link!r}")
+    if verify not in ("size", "hash"):
+        raise UserInputError(f"--verify must be size or hash, not {verify!r}")
+    host = Host.current()
+    profile = profile_set().get(tool)
+    documents: list[dict[str, Any]] = []
+    for loc in choose_locations(profile, host, location):
+        with cache_lock(profile.id, loc.id):
+            plan = plan_move(profile, loc, host, dest, method=method, link=link,  # type: ignore[arg-type]
+                             verify=verify, force=force, profiles_dirs=_profiles_dirs())
+            for line in plan.warnings:
+                warn(line)
+            if plan.already is not None:
+                outcome = execute_move(plan, host)
+                _report(outcome, json_out, documents)
+                continue
+            if dry_run:
+                if json_out:
+                    documents.append(plan.to_json(host))
+                else:
+                    _show_move_plan(plan, host)
+                continue
+            if not json_out or not yes:
+                _show_move_plan(plan, host)
+            if not confirm("Move it?" if not plan.resumes else "Finish the interrupted move?", yes=yes):
+                info("nothing changed")
+                continue
+            outcome = execute_move(plan, host, progress=_progress())
+            _report(outcome, json_out, documents)
+    if json_out:
+        emit_json({"operations": documents})
+    raise typer.Exit(EXIT_OK)
+
+
+@app.command()
+def restore(
+    tool: Annotated[str, typer.Argument(help="Tool id.")],
+    location: LocationOption = None,
+    force: ForceOption = False,
+    dry_run: DryRunOption = False,
+    yes: YesOption = False,
+    json_out: JsonOption = False,
+) -> None:
+    """Put a relocated cache back where the tool expects it and remove the link, env var, policy
+    or config key that `move` created. Also rolls back an interrupted move.
+
+    Exit codes: 0 restored (or nothing to restore), 1 failed (nothing lost), 2 refused or bad
+    input, 130 interrupted.
+    """
+    from cachedoctor.host import Host
+    from cachedoctor.locking import cache_lock
+    from cachedoctor.relocate import execute_restore, journal, plan_restore
+
+    host = Host.current()
+    profile = profile_set().get(tool)
+    if location is not None:
+        location_ids = [location]
+    else:
+        relocated = {key.split("/", 1)[1] for key in journal.relocations() if key.startswith(f"{tool}/")}
+        relocated |= {op.location for op in journal.load_all() if op.tool == tool}
+        location_ids = [loc.id for loc in profile.locations if loc.id in relocated] or \
+            [loc.id for loc in profile.locations]
+    documents: list[dict[str, Any]] = []
+    for location_id in location_ids:
+        with cache_lock(profile.id, location_id):
+            plan = plan_restore(profile, location_id, host, force=force)
+            for line in plan.warnings:
+                warn(line)
+            if plan.op is None or dry_run:
+                outcome = execute_restore(plan, host, dry_run=True)
+                if json_out:
+                    documents.append(plan.to_json(host))
+                elif plan.op is None:
+                    info(outcome.messages[0])
+                else:
+                    _show_restore_plan(plan, host)
+                continue
+            if not json_out or not yes:
+                _show_restore_plan(plan, host)
+            if not confirm("Restore it?", yes=yes):
+                info("nothing changed")
+                continue
+            outcome = execute_restore(plan, host, progress=_progress())
+            _report(outcome, json_out, documents)
+    if json_out:
+        emit_json({"operations": documents})
+    raise typer.Exit(EXIT_OK)
+
+
+def _profiles_dirs() -> list[str]:
+    import os
+
+    return [os.path.abspath(d) for d in OPTIONS.profiles_dirs]
+
+
+def _progress() -> Any:
+    from cachedoctor.cli.base import show_progress
+
+    if not show_progress():
+        return None
+    from cachedoctor.units import format_size
+
+    def update(entries: int, nbytes: int) -> None:
+        import sys
+
+        sys.stderr.write(f"\r  copied {entries:,} entries, {format_size(nbytes)}   ")
+        sys.stderr.flush()
+
+    return update
+
+
+def _show_move_plan(plan: MovePlan, host: Host) -> None:
+    from cachedoctor.relocate.methods import describe
+    from cachedoctor.units import format_size
+
+    op = plan.op
+    if plan.resumes:
+        info(f"An interrupted move of {op.tool} ({op.location}) to {op.base} stopped at phase "
+             f"{op.phase!r}; it will be finished.")
+        return
+    info(f"Move {op.tool} ({op.location}) by {op.method}:")
+    for pair in op.pairs:
+        how = "rename (same drive)" if pair.same_fs else "copy, verify, then remove the original"
+        info(f"  {pair.source}\n    -> {pair.dest}  [{how}]")
+    free = f", {format_size(plan.free_bytes)} free there" if plan.free_bytes is not None else ""
+    info(f"  {plan.files:,} files, {format_size(plan.allocated_bytes)}{free}; verify: {op.verify}")
+    for line in describe(op, host):
+        info(f"  then: {line}")
+
+
+def _show_restore_plan(plan: RestorePlan, host: Host) -> None:
+    from cachedoctor.relocate.methods import describe
+    from cachedoctor.units import format_size
+
+    op = plan.op
+    assert op is not None
+    verb = {"rollback": "Roll back the interrupted move of", "resume": "Finish restoring",
+            "restore": "Restore"}[plan.status]
+    info(f"{verb} {op.tool} ({op.location}) (method {op.method}, phase {op.phase}):")
+    for pair in op.pairs:
+        info(f"  {pair.dest}\n    -> {pair.source}")
+    if plan.needed_bytes:
+        info(f"  copies {format_size(plan.needed_bytes)} back")
+    for line in describe(op, host):
+        info(f"  and undoes: {line}")
+
+
+def _report(outcome: Outcome, json_out: bool, documents: list[dict[str, Any]]) -> None:
+    import sys
+
+    from cachedoctor.units import format_size
+
+    if sys.stderr.isatty():
+        sys.stderr.write("\n")
+    if json_out:
+        documents.append(outcome.to_json())
+        return
+    for message in outcome.messages:
+        info(message)
+    if outcome.status == "moved":
+        info(f"moved {outcome.tool} ({outcome.location}) to {outcome.base} "
+             f"({outcome.files:,} entries, {format_size(outcome.bytes)} copied, {outcome.seconds:.1f}s)")
+    elif outcome.status == "restored":
+        info(f"restored {outcome.tool} ({outcome.location}) from {outcome.base}")
+    elif outcome.status == "rolled_back":
+        info(f"rolled back the interrupted move of {outcome.tool} ({outcome.location}); "
+             "the cache is where it was")

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from cachedoctor.errors import UserInputError
+from cachedoctor.fsutil import read_json_file
 from cachedoctor.host import Host
 
 if TYPE_CHECKING:
@@ -56,14 +57,9 @@ def store_file() -> Path:
 
 def _load_store() -> dict[str, str]:
     path = store_file()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    data = read_json_file(path, "managed variables file")
+    if data is None:
         return {}
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UserInputError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON: {exc.msg}") from None
     variables = data.get("variables") if isinstance(data, dict) else None
     if not isinstance(variables, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in variables.items()

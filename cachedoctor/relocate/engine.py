@@ -1,0 +1,429 @@
+"""Running a move or restore through its journaled phases, finishing or rolling back after a crash.
+
+Every step checks the filesystem before acting, so running it again after an interruption at
+any point does the right thing. See `journal` for the phases.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from cachedoctor.errors import CachedoctorError, OperationFailed, RefusedError
+from cachedoctor.host import Host
+from cachedoctor.links import link_kind, link_target, points_to, remove_link
+from cachedoctor.relocate import faults, journal, methods
+from cachedoctor.relocate.copy import ProgressCallback, copy_tree, remove_tree, verify_tree
+from cachedoctor.relocate.journal import Operation, Pair
+
+
+@dataclass
+class Outcome:
+    """What a move or restore did (for rendering and --json)."""
+
+    tool: str
+    location: str
+    kind: str  # move | restore
+    status: str  # moved | restored | already_relocated | not_relocated | rolled_back | planned
+    method: str = ""
+    base: str = ""
+    pairs: list[dict[str, Any]] = field(default_factory=list)
+    files: int = 0
+    bytes: int = 0
+    seconds: float = 0.0
+    messages: list[str] = field(default_factory=list)
+    history_id: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "tool": self.tool, "location": self.location, "kind": self.kind, "status": self.status,
+            "method": self.method, "dest": self.base, "pairs": self.pairs, "files": self.files,
+            "bytes": self.bytes, "seconds": round(self.seconds, 3), "messages": self.messages,
+            "history_id": self.history_id,
+        }
+
+
+def _pairs_json(op: Operation) -> list[dict[str, Any]]:
+    return [{"source": p.source, "dest": p.dest, "same_filesystem": p.same_fs} for p in op.pairs]
+
+
+def _sync() -> None:
+    sync = getattr(os, "sync", None)
+    if sync is not None:
+        sync()
+
+
+def _fsync_parent(path: str) -> None:
+    from cachedoctor.fsutil import fsync_dir
+
+    with contextlib.suppress(OSError):
+        fsync_dir(os.path.dirname(path) or ".")
+
+
+def _rename(src: str, dst: str, label: str) -> None:
+    faults.point(label)
+    os.rename(src, dst)
+    _fsync_parent(dst)
+    faults.point(label + "-done")
+
+
+def _is_real_dir(path: str) -> bool:
+    return link_kind(path) is None and os.path.isdir(path)
+
+
+def _tolerance(path: str) -> int:
+    from cachedoctor.drives import drive_of
+    from cachedoctor.relocate.plan import mtime_tolerance_ns
+
+    drive = drive_of(path)
+    return mtime_tolerance_ns(drive.fstype) if drive else 1_000
+
+
+def _remove_empty_parents(path: str, stop: str) -> None:
+    """rmdir the empty folders from `path`'s parent up to (not including) `stop`."""
+    from cachedoctor.safety import is_within
+
+    current = os.path.dirname(path)
+    while is_within(current, stop) and os.path.normcase(current) != os.path.normcase(stop):
+        try:
+            os.rmdir(current)
+        except OSError:
+            return
+        current = os.path.dirname(current)
+
+
+# --------------------------------------------------------------------------- move
+
+
+def run_move(op: Operation, host: Host, *, progress: ProgressCallback | None = None) -> Outcome:
+    """Run (or finish) a move from the phase recorded in `op`."""
+    started = time.monotonic()
+    outcome = Outcome(op.tool, op.location, "move", "moved", op.method, op.base, _pairs_json(op))
+
+    def save() -> None:
+        journal.save(op)
+
+    if not op.at_least("copied"):
+        journal.save(op, "copying")
+        try:
+            for pair in op.pairs:
+                files, nbytes = _copy_pair(op, pair, progress)
+                outcome.files += files
+                outcome.bytes += nbytes
+        except BaseException as exc:
+            rolled_back = _abort(op, host)
+            if isinstance(exc, (KeyboardInterrupt, SystemExit)) or not rolled_back:
+                raise
+            raise _copy_failure(op, exc) from exc
+        journal.save(op, "copied")
+    if not op.at_least("swapped"):
+        for pair in op.pairs:
+            if not pair.same_fs:
+                _swap(op, pair)
+        journal.save(op, "swapped")
+    if not op.at_least("linked"):
+        try:
+            outcome.messages += methods.apply(op, host, save)
+        except (OSError, CachedoctorError) as exc:
+            _abort(op, host)
+            raise OperationFailed(
+                f"could not point {op.tool} at the new place ({exc}); rolled back: the cache is "
+                f"where it was and the copy was removed") from exc
+        journal.save(op, "linked")
+    journal.save(op, "cleaning")
+    for pair in op.pairs:
+        if not pair.same_fs:
+            remove_tree(pair.aside(op.id))
+    op.messages = outcome.messages
+    recorded = journal.relocation(op.tool, op.location)
+    if recorded is not None and recorded.id == op.id and "history_id" in recorded.settings:
+        outcome.history_id = recorded.settings["history_id"]  # recorded before an interruption
+    else:
+        journal.set_relocation(op, op.tool, op.location)
+        faults.point("registered")
+        outcome.history_id = _record_move(op)
+        journal.set_relocation(op, op.tool, op.location)
+        faults.point("recorded")
+    journal.discard(op)
+    outcome.seconds = time.monotonic() - started
+    return outcome
+
+
+def _copy_pair(op: Operation, pair: Pair, progress: ProgressCallback | None) -> tuple[int, int]:
+    src, dst = pair.source, pair.dest
+    if pair.same_fs:
+        if _is_real_dir(src) and not os.path.lexists(dst):
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
+            try:
+                _rename(src, dst, "rename-same-fs")
+                return 0, 0
+            except OSError as exc:
+                if exc.errno != errno.EXDEV:  # a bind mount of the same filesystem: copy instead
+                    raise
+                pair.same_fs = False
+                journal.save(op)
+        elif os.path.isdir(dst) and not _is_real_dir(src):
+            return 0, 0  # renamed before the interruption
+        elif _is_real_dir(src) and _empty_real_dir(dst):
+            os.rmdir(dst)
+            _rename(src, dst, "rename-same-fs")
+            return 0, 0
+        else:
+            raise OperationFailed(f"neither {src} nor {dst} holds the cache as expected")
+    partial = pair.partial(op.id, "move")
+    if os.path.lexists(dst) and not os.path.lexists(partial) and not _empty_real_dir(dst):
+        return 0, 0  # verified and renamed into place before the interruption
+    remove_tree(partial)
+    if _empty_real_dir(dst):
+        os.rmdir(dst)
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
+    result = copy_tree(src, partial, progress=progress)
+    _sync()
+    faults.point("verify")
+    problems = verify_tree(src, partial, content=op.verify == "hash",
+                           mtime_tolerance_ns=_tolerance(partial))
+    if problems:
+        raise _VerifyFailed(problems)
+    _rename(partial, dst, "rename-dest")
+    return result.entries, result.bytes
+
+
+def _empty_real_dir(path: str) -> bool:
+    try:
+        return _is_real_dir(path) and not os.listdir(path)
+    except OSError:
+        return False
+
+
+class _VerifyFailed(Exception):
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems[:3]))
+        self.problems = problems
+
+
+def _copy_failure(op: Operation, exc: BaseException) -> CachedoctorError:
+    from cachedoctor.drives import drive_of
+    from cachedoctor.units import format_size
+
+    sources = ", ".join(p.source for p in op.pairs)
+    if isinstance(exc, _VerifyFailed):
+        shown = "\n  ".join(exc.problems[:10])
+        return OperationFailed(
+            f"the copy did not match the original (is the tool writing to it?):\n  {shown}\n"
+            f"the partial copy was removed; {sources} is untouched",
+            hint="close the tool and run the move again")
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+        from cachedoctor.relocate.copy import survey
+
+        needed = sum(survey(p.source).apparent_bytes for p in op.pairs if not p.same_fs)
+        drive = drive_of(op.base)
+        free = format_size(drive.free_bytes) if drive else "unknown"
+        where = drive.mount if drive else op.dest_root
+        return OperationFailed(
+            f"{where} ran out of space: the cache needs up to {format_size(needed)} "
+            f"(apparent size; {free} free after removing the partial copy); "
+            f"the partial copy was removed and {sources} is untouched")
+    if isinstance(exc, CachedoctorError):
+        return exc
+    return OperationFailed(f"the copy failed: {exc}; the partial copy was removed and "
+                           f"{sources} is untouched")
+
+
+def _swap(op: Operation, pair: Pair) -> None:
+    aside = pair.aside(op.id)
+    if _is_real_dir(pair.source) and not os.path.lexists(aside):
+        _rename(pair.source, aside, "swap")
+    elif os.path.lexists(aside) and not _is_real_dir(pair.source):
+        return
+    elif os.path.lexists(aside):
+        raise OperationFailed(f"both {pair.source} and {aside} exist; the tool re-created its cache "
+                              "meanwhile. Close it and run the same command again")
+
+
+def _abort(op: Operation, host: Host) -> bool:
+    """Roll back a move whose original data is still complete (phases before `cleaning`).
+
+    Returns False when that is no longer possible (the caller then keeps the journal).
+    """
+    if op.at_least("cleaning"):
+        return False
+    _rollback_pairs(op, host)
+    journal.discard(op)
+    return True
+
+
+def _rollback_pairs(op: Operation, host: Host) -> list[str]:
+    messages: list[str] = []
+    if op.method != "link" and op.at_least("swapped"):
+        messages += methods.revert(op, host)
+    for pair in op.pairs:
+        src, dst = pair.source, pair.dest
+        if link_kind(src) is not None:
+            target = link_target(src)
+            if points_to(src, dst) or (target and os.path.normcase(target) == os.path.normcase(dst)):
+                faults.point("unlink")
+                remove_link(src)
+        if pair.same_fs:
+            if _empty_real_dir(src) and os.path.isdir(dst):
+                os.rmdir(src)
+            if not os.path.lexists(src) and _is_real_dir(dst):
+                _rename(dst, src, "unrename")
+        else:
+            aside = pair.aside(op.id)
+            if os.path.lexists(aside):
+                if _empty_real_dir(src):
+                    os.rmdir(src)
+                if not os.path.lexists(src):
+                    _rename(aside, src, "unswap")
+            if not _is_real_dir(src):
+                raise OperationFailed(f"cannot roll back: {src} is missing")
+            remove_tree(pair.partial(op.id, "move"))
+            if os.path.lexists(dst) and link_kind(dst) is None:
+                remove_tree(dst)
+        _remove_empty_parents(dst, op.dest_root)
+    return messages
+
+
+def _record_move(op: Operation) -> int:
+    from cachedoctor import history
+
+    kind = "policy" if op.method == "policy" else "move"
+    sources = [p.source for p in op.pairs]
+    before = {"tool": op.tool, "location": op.location, "method": op.method,
+              "original_path": sources[0], "original_paths": sources}
+    after = {"tool": op.tool, "location": op.location, "method": op.method, "new_path": op.base,
+             "pairs": _pairs_json(op), "settings": op.settings, "original_path": sources[0]}
+    change_id = history.record(kind, f"moved {op.tool} ({op.location}) to {op.base} by {op.method}",
+                               tool=op.tool, before=before, after=after)
+    op.settings["history_id"] = change_id
+    return change_id
+
+
+# --------------------------------------------------------------------------- restore
+
+
+def restore_op(op: Operation, host: Host, *, progress: ProgressCallback | None = None) -> Outcome:
+    """Restore: roll back an unfinished move, finish an unfinished restore, or undo a finished move."""
+    if op.kind == "move" and op.phase != "done":
+        if not op.at_least("cleaning"):
+            messages = _rollback_pairs(op, host)
+            journal.discard(op)
+            return Outcome(op.tool, op.location, "restore", "rolled_back", op.method, op.base,
+                           _pairs_json(op), messages=messages)
+        leftovers = [p.aside(op.id) for p in op.pairs if not p.same_fs]
+        restore = _restore_from(op, leftovers)
+        journal.save(restore)
+        journal.discard(op)
+        op = restore
+    elif op.kind == "move":  # a finished move from the registry
+        op = _restore_from(op, [])
+        journal.save(op)
+    return _run_restore(op, host, progress)
+
+
+def _restore_from(move: Operation, leftovers: list[str]) -> Operation:
+    settings = dict(move.settings)
+    settings["leftovers"] = leftovers
+    return Operation(id=journal.new_id(), kind="restore", tool=move.tool, location=move.location,
+                     method=move.method, dest_root=move.dest_root, base=move.base,
+                     pairs=[Pair(p.source, p.dest, p.same_fs) for p in move.pairs],
+                     verify=move.verify, settings=settings, profiles_dirs=move.profiles_dirs)
+
+
+def _run_restore(op: Operation, host: Host, progress: ProgressCallback | None) -> Outcome:
+    started = time.monotonic()
+    outcome = Outcome(op.tool, op.location, "restore", "restored", op.method, op.base, _pairs_json(op))
+    for leftover in op.settings.get("leftovers", []):
+        remove_tree(leftover)  # the incomplete rest of an original; the full data is at the dest
+    if not op.at_least("copied"):
+        journal.save(op, "copying")
+        try:
+            for pair in op.pairs:
+                if pair.same_fs:
+                    continue
+                if not _is_real_dir(pair.dest):
+                    raise OperationFailed(f"the relocated cache {pair.dest} is missing "
+                                          "(is its drive connected?); nothing was changed")
+                partial = pair.partial(op.id, "restore")
+                remove_tree(partial)
+                result = copy_tree(pair.dest, partial, progress=progress)
+                _sync()
+                faults.point("verify")
+                problems = verify_tree(pair.dest, partial, content=op.verify == "hash",
+                                       mtime_tolerance_ns=_tolerance(partial))
+                if problems:
+                    raise _VerifyFailed(problems)
+                outcome.files += result.entries
+                outcome.bytes += result.bytes
+        except BaseException as exc:
+            for pair in op.pairs:
+                if not pair.same_fs:
+                    remove_tree(pair.partial(op.id, "restore"))
+            journal.discard(op)
+            if isinstance(exc, (KeyboardInterrupt, SystemExit, CachedoctorError)):
+                raise
+            raise OperationFailed(f"copying the cache back failed: {exc}; the partial copy was "
+                                  "removed and the relocated cache is untouched") from exc
+        journal.save(op, "copied")
+    if not op.at_least("unlinked"):
+        outcome.messages += methods.revert(op, host)
+        journal.save(op, "unlinked")
+    if not op.at_least("placed"):
+        for pair in op.pairs:
+            outcome.messages += _place(op, pair)
+        journal.save(op, "placed")
+    journal.save(op, "cleaning")
+    for pair in op.pairs:
+        if not pair.same_fs:
+            if not _is_real_dir(pair.source):
+                raise OperationFailed(f"{pair.source} is not in place; not deleting {pair.dest}")
+            if link_kind(pair.dest) is None:
+                remove_tree(pair.dest)
+        _remove_empty_parents(pair.dest, op.dest_root)
+    journal.set_relocation(None, op.tool, op.location)
+    faults.point("unregistered")
+    outcome.history_id = _record_restore(op)
+    faults.point("recorded")
+    journal.discard(op)
+    outcome.seconds = time.monotonic() - started
+    return outcome
+
+
+def _place(op: Operation, pair: Pair) -> list[str]:
+    src = pair.source
+    incoming = pair.dest if pair.same_fs else pair.partial(op.id, "restore")
+    if not os.path.lexists(incoming):
+        if _is_real_dir(src):
+            return []  # placed before the interruption
+        raise OperationFailed(f"neither {incoming} nor {src} holds the cache")
+    messages = []
+    if os.path.lexists(src):
+        if _empty_real_dir(src):
+            os.rmdir(src)
+        elif link_kind(src) is not None:
+            raise RefusedError(f"{src} is a link that cachedoctor did not create; leaving it")
+        else:
+            conflict = f"{src}.cachedoctor-conflict-{op.id}"
+            _rename(src, conflict, "conflict")
+            messages.append(f"{src} had been re-created by the tool; its files were kept in {conflict}")
+    os.makedirs(os.path.dirname(src), exist_ok=True)
+    _rename(incoming, src, "place")
+    return messages
+
+
+def _record_restore(op: Operation) -> int:
+    from cachedoctor import history
+
+    sources = [p.source for p in op.pairs]
+    before = {"tool": op.tool, "location": op.location, "method": op.method, "new_path": op.base,
+              "pairs": _pairs_json(op), "original_path": sources[0]}
+    after = {"tool": op.tool, "location": op.location, "method": op.method,
+             "original_path": sources[0], "original_paths": sources}
+    undoes = op.settings.get("history_id")
+    return history.record("restore", f"restored {op.tool} ({op.location}) from {op.base}",
+                          tool=op.tool, before=before, after=after,
+                          undoes=undoes if isinstance(undoes, int) else None)

@@ -1,0 +1,287 @@
+"""Planning and preflight of a move: which folders go where, by which method, and whether it is
+safe to start. Nothing here changes anything on disk."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+from cachedoctor.errors import OperationFailed, RefusedError, UserInputError
+from cachedoctor.host import Host
+from cachedoctor.links import LinkKind, link_kind, link_target
+from cachedoctor.profiles.model import Location, Profile, Relocation
+from cachedoctor.relocate.copy import Survey
+from cachedoctor.relocate.journal import Operation, Pair, new_id
+
+NETWORK_FS = {"nfs", "nfs4", "cifs", "smb", "smbfs", "smb3", "fuse.sshfs", "sshfs", "afpfs",
+              "davfs", "fuse.davfs2", "webdav", "fuse.rclone", "ncpfs", "glusterfs", "ceph"}
+MIN_MARGIN = 1024 * 1024
+
+
+def margin_for(nbytes: int) -> int:
+    """Free space kept in reserve on DEST beyond the cache's size: 5%, at least 1 MiB."""
+    return max(nbytes // 20, MIN_MARGIN)
+
+
+@dataclass
+class MovePlan:
+    op: Operation
+    surveys: dict[str, Survey] = field(default_factory=dict)
+    needed_bytes: int = 0
+    free_bytes: int | None = None
+    warnings: list[str] = field(default_factory=list)
+    already: str | None = None  # set when the location is already relocated: where it lives
+    resumes: bool = False  # an interrupted move of this location is being finished
+
+    @property
+    def files(self) -> int:
+        return sum(s.files for s in self.surveys.values())
+
+    @property
+    def allocated_bytes(self) -> int:
+        return sum(s.allocated_bytes for s in self.surveys.values())
+
+    def to_json(self, host: Host) -> dict[str, Any]:
+        from cachedoctor.relocate.methods import describe
+
+        op = self.op
+        return {
+            "tool": op.tool, "location": op.location, "method": op.method, "dest": op.base,
+            "status": "already_relocated" if self.already else ("resume" if self.resumes else "planned"),
+            "already_at": self.already,
+            "pairs": [{"source": p.source, "dest": p.dest, "same_filesystem": p.same_fs} for p in op.pairs],
+            "files": self.files, "bytes": self.allocated_bytes, "needed_bytes": self.needed_bytes,
+            "free_bytes": self.free_bytes, "verify": op.verify, "changes": describe(op, host),
+            "settings": op.settings, "warnings": self.warnings,
+        }
+
+
+def choose_locations(profile: Profile, host: Host, location_id: str | None) -> list[Location]:
+    """The locations to act on: the one asked for, or every present one that can be relocated."""
+    from cachedoctor.profiles.resolved import location_paths
+
+    if location_id is not None:
+        try:
+            return [profile.location(location_id)]
+        except KeyError:
+            known = ", ".join(loc.id for loc in profile.locations)
+            raise UserInputError(f"{profile.id} has no location {location_id!r}; known: {known}") from None
+    if len(profile.locations) == 1:
+        return list(profile.locations)
+    present = [loc for loc in profile.locations
+               if loc.relocate and location_paths(profile, host, loc.id)]
+    if not present:
+        raise UserInputError(f"no relocatable {profile.id} cache exists here",
+                             hint=f"see `cachedoctor profiles show {profile.id}`")
+    return present
+
+
+def choose_method(location: Location, host: Host, method: str | None) -> Relocation:
+    if not location.relocate:
+        raise RefusedError(f"the profile gives no safe way to relocate {location.id!r}")
+    if method is not None:
+        for relocation in location.relocate:
+            if relocation.method == method:
+                return relocation
+        offered = ", ".join(r.method for r in location.relocate)
+        raise UserInputError(f"{location.id!r} cannot be relocated with --method {method}; "
+                             f"the profile offers: {offered}")
+    for relocation in location.relocate:
+        if relocation.method == "policy" and host.os == "macos":
+            continue
+        if relocation.method == "config" and not relocation.file.for_host(host):
+            continue
+        return relocation
+    raise RefusedError(f"no relocation method of {location.id!r} works on {host.os}")
+
+
+def base_folder(dest_root: str, profile: Profile, location: Location) -> str:
+    """DEST/<tool>, or DEST/<tool>/<location> for tools with several locations."""
+    if len(profile.locations) == 1:
+        return os.path.join(dest_root, profile.id)
+    return os.path.join(dest_root, profile.id, location.id)
+
+
+def pairs_for(profile: Profile, location: Location, host: Host, base: str) -> list[tuple[str, str]]:
+    """(source, dest) for every existing path of the location.
+
+    One plain path goes to `base` itself; paths matched by a glob go below `base` at their path
+    relative to the glob's fixed prefix (`~/.config/google-chrome/*/Cache` -> `Default/Cache`).
+    """
+    from cachedoctor.resolve import expand_globs, has_glob, try_expand
+
+    templates = [t for t in (try_expand(x, host) for x in location.paths.for_host(host)) if t]
+    found: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for template in templates:
+        if not has_glob(template):
+            if os.path.lexists(template) and template not in seen:
+                seen.add(template)
+                found.append((template, base))
+            continue
+        prefix = _fixed_prefix(template)
+        for match in expand_globs(template):
+            if match not in seen and os.path.lexists(match) and not _is_ours(match):
+                seen.add(match)
+                found.append((match, os.path.join(base, os.path.relpath(match, prefix))))
+    if len(found) > 1 and any(dest == base for _, dest in found):
+        found = [(src, os.path.join(base, os.path.basename(src))) for src, _ in found]
+    return found
+
+
+def _is_ours(path: str) -> bool:
+    return ".cachedoctor-old-" in path or ".cachedoctor-partial-" in path
+
+
+def _fixed_prefix(template: str) -> str:
+    from cachedoctor.resolve import has_glob
+
+    parts = template.replace("\\", "/").split("/")
+    fixed = []
+    for part in parts:
+        if has_glob(part):
+            break
+        fixed.append(part)
+    return "/".join(fixed) or "/"
+
+
+def mtime_tolerance_ns(fstype: str) -> int:
+    if fstype.lower() in {"vfat", "msdos", "exfat", "fat", "fat32"}:
+        return 2_000_000_000
+    if fstype.lower() in {"ext4", "ext3", "tmpfs", "xfs", "btrfs", "zfs", "apfs", "f2fs"}:
+        return 0
+    return 1_000  # NTFS, 9p/drvfs: 100 ns units
+
+
+def plan_move(profile: Profile, location: Location, host: Host, dest: str, *,
+              method: str | None = None, link: LinkKind | None = None, verify: str = "size",
+              force: bool = False, profiles_dirs: list[str] | None = None) -> MovePlan:
+    """Build and preflight the move of one location. Raises on anything unsafe."""
+    from cachedoctor.relocate import journal
+    from cachedoctor.relocate.methods import resolve_settings
+    from cachedoctor.resolve import to_host_path
+    from cachedoctor.safety import check_not_protected, is_within
+
+    if verify not in ("size", "hash"):
+        raise UserInputError(f"--verify must be size or hash, not {verify!r}")
+    dest_root = os.path.abspath(to_host_path(dest, host))
+    pending = journal.find(profile.id, location.id)
+    if pending is not None:
+        if pending.kind == "restore":
+            raise RefusedError(f"a restore of {profile.id} ({location.id}) was interrupted",
+                               hint=f"finish it first: {pending.restore_command()}")
+        if os.path.normcase(pending.dest_root) != os.path.normcase(dest_root):
+            raise RefusedError(
+                f"an interrupted move of {profile.id} ({location.id}) to {pending.dest_root} exists",
+                hint=f"finish it with `{pending.move_command()}` or roll it back with "
+                     f"`{pending.restore_command()}`")
+        return MovePlan(pending, resumes=True)
+
+    base = base_folder(dest_root, profile, location)
+    done = journal.relocation(profile.id, location.id)
+    if done is not None:
+        return MovePlan(done, already=done.base)
+
+    relocation = choose_method(location, host, method)
+    raw_pairs = pairs_for(profile, location, host, base)
+    if not raw_pairs:
+        from cachedoctor.profiles.resolved import declared_paths
+
+        declared = [p for loc, p in declared_paths(profile, host) if loc.id == location.id]
+        raise UserInputError(f"nothing to move: no {profile.id} {location.id} folder at "
+                             + (", ".join(declared) or "any known path"))
+    settings = resolve_settings(relocation, base, host, link=link)
+    op = Operation(id=new_id(), kind="move", tool=profile.id, location=location.id,
+                   method=relocation.method, dest_root=dest_root, base=base, pairs=[],
+                   verify=verify, settings=settings, profiles_dirs=list(profiles_dirs or []))
+    for source, target in raw_pairs:
+        if link_kind(source) is not None:
+            where = link_target(source)
+            plan = MovePlan(op, already=where)
+            if where and is_within(where, base):
+                return plan
+            raise RefusedError(f"{source} is already a link to {where}",
+                               hint="restore it first if you want it somewhere else")
+        op.pairs.append(Pair(source, target, same_fs=False))
+    plan = MovePlan(op)
+    _preflight(plan, profile, host, force=force, check_not_protected=check_not_protected,
+               is_within=is_within)
+    return plan
+
+
+def _preflight(plan: MovePlan, profile: Profile, host: Host, *, force: bool,
+               check_not_protected: Any, is_within: Any) -> None:
+    from cachedoctor.drives import drive_of, nearest_existing, same_filesystem
+    from cachedoctor.processes import running_processes
+    from cachedoctor.relocate.copy import survey
+    from cachedoctor.units import format_size
+
+    op = plan.op
+    check_not_protected(op.base, host, role="destination")
+    for pair in op.pairs:
+        src, dst = pair.source, pair.dest
+        check_not_protected(src, host, role="cache to move")
+        # realpath resolves links in the existing part and keeps a not-yet-created tail as given
+        real_src, real_root = os.path.realpath(src), os.path.realpath(op.dest_root)
+        if os.path.normcase(real_src) == os.path.normcase(os.path.realpath(dst)) and os.path.lexists(dst):
+            raise RefusedError(f"{src} is already at {dst}")
+        if is_within(op.dest_root, src) or is_within(real_root, real_src):
+            raise RefusedError(f"the destination {op.dest_root} is inside the cache {src}")
+        if is_within(src, op.dest_root) or is_within(real_src, real_root):
+            raise RefusedError(f"the cache {src} is inside the destination {op.dest_root}",
+                               hint="choose a folder on another drive, outside the cache's folders")
+        if not os.path.isdir(src):
+            raise UserInputError(f"{src} is not a folder")
+        if not is_within(dst, op.base):
+            raise RefusedError(f"internal error: {dst} is outside {op.base}; nothing was changed")
+        if os.path.lexists(dst) and not _empty_dir(dst):
+            raise RefusedError(f"{dst} already exists and is not empty",
+                               hint="choose another DEST or empty that folder")
+        pair.same_fs = same_filesystem(src, dst)
+    existing = nearest_existing(op.base)
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise RefusedError(f"cannot write to {existing}")
+    drive = drive_of(op.base)
+    if drive is not None:
+        if drive.fstype.lower() in NETWORK_FS:
+            raise RefusedError(f"{op.dest_root} is on a network filesystem ({drive.fstype}); "
+                               "caches need a local drive")
+        if "ro" in drive.options:
+            raise RefusedError(f"{drive.mount} is mounted read-only")
+        plan.free_bytes = drive.free_bytes
+    unreadable: list[str] = []
+    for pair in op.pairs:
+        result = survey(pair.source)
+        plan.surveys[pair.source] = result
+        unreadable += result.unreadable
+        if result.skipped:
+            plan.warnings.append(f"{len(result.skipped)} socket(s) under {pair.source} are not copied")
+        if not pair.same_fs:
+            plan.needed_bytes += result.allocated_bytes
+    if unreadable:
+        shown = "\n  ".join(unreadable[:10])
+        more = f"\n  ... and {len(unreadable) - 10} more" if len(unreadable) > 10 else ""
+        raise OperationFailed(f"cannot read every file of the cache; nothing was changed:\n  {shown}{more}",
+                              hint="fix the permissions (or run as the owner) and try again")
+    if plan.needed_bytes and plan.free_bytes is not None:
+        want = plan.needed_bytes + margin_for(plan.needed_bytes)
+        if plan.free_bytes < want:
+            raise OperationFailed(
+                f"not enough free space on {drive.mount if drive else op.dest_root}: the cache needs "
+                f"{format_size(plan.needed_bytes)} plus a margin of {format_size(want - plan.needed_bytes)}, "
+                f"but only {format_size(plan.free_bytes)} is free; nothing was changed")
+    running = running_processes(profile, host)
+    if running:
+        names = ", ".join(f"{p.name} (pid {p.pid})" for p in running)
+        if not force:
+            raise RefusedError(f"{profile.name} is running: {names}",
+                               hint="close it first, or pass --force if you are sure it is idle")
+        plan.warnings.append(f"{profile.name} is running ({names}); going ahead because of --force")
+
+
+def _empty_dir(path: str) -> bool:
+    try:
+        return os.path.isdir(path) and link_kind(path) is None and not os.listdir(path)
+    except OSError:
+        return False

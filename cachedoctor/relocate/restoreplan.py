@@ -1,0 +1,101 @@
+"""Planning of a restore: find what to undo (an interrupted operation, a finished move, or a link
+made by hand) and preflight it. Nothing here changes anything on disk."""
+
+from __future__ import annotations
+
+import os
+
+from cachedoctor.errors import OperationFailed, RefusedError
+from cachedoctor.host import Host
+from cachedoctor.links import link_kind, link_target
+from cachedoctor.profiles.model import Profile
+from cachedoctor.relocate import RestorePlan, journal
+from cachedoctor.relocate.journal import Operation, Pair
+
+
+def plan_restore(profile: Profile, location_id: str, host: Host, *, force: bool = False) -> RestorePlan:
+    try:
+        profile.location(location_id)
+    except KeyError:
+        from cachedoctor.errors import UserInputError
+
+        known = ", ".join(loc.id for loc in profile.locations)
+        raise UserInputError(f"{profile.id} has no location {location_id!r}; known: {known}") from None
+    pending = journal.find(profile.id, location_id)
+    if pending is not None:
+        if pending.kind == "restore":
+            status = "resume"
+        else:
+            status = "rollback" if not pending.at_least("cleaning") else "restore"
+        plan = RestorePlan(profile.id, location_id, status, pending)
+    else:
+        done = journal.relocation(profile.id, location_id)
+        if done is None:
+            done = _foreign_link(profile, location_id, host)
+        if done is None:
+            return RestorePlan(profile.id, location_id, "not_relocated")
+        plan = RestorePlan(profile.id, location_id, "restore", done)
+    _preflight(plan, profile, host, force=force)
+    return plan
+
+
+def _foreign_link(profile: Profile, location_id: str, host: Host) -> Operation | None:
+    """A location path that is a link made outside cachedoctor: restoring copies the data back."""
+    from cachedoctor.drives import same_filesystem
+    from cachedoctor.profiles.resolved import location_paths
+
+    pairs = []
+    for found in location_paths(profile, host, location_id):
+        if link_kind(found.path) is not None:
+            target = link_target(found.path)
+            if target and os.path.isdir(target):
+                pairs.append(Pair(found.path, target, same_filesystem(found.path, target)))
+    if not pairs:
+        return None
+    target = pairs[0].dest
+    kind = link_kind(pairs[0].source) or "symlink"
+    return Operation(id=journal.new_id(), kind="move", tool=profile.id, location=location_id,
+                     method="link", dest_root=os.path.dirname(target), base=target, pairs=pairs,
+                     settings={"link_kind": kind, "foreign": True}, phase="done")
+
+
+def _preflight(plan: RestorePlan, profile: Profile, host: Host, *, force: bool) -> None:
+    from cachedoctor.drives import drive_of
+    from cachedoctor.processes import running_processes
+    from cachedoctor.relocate.copy import survey
+    from cachedoctor.safety import check_not_protected
+    from cachedoctor.units import format_size
+
+    op = plan.op
+    assert op is not None
+    if op.settings.get("foreign"):
+        plan.warnings.append(f"{op.pairs[0].source} is a link cachedoctor did not create; "
+                             "restoring copies its data back")
+    for pair in op.pairs:
+        check_not_protected(pair.source, host, role="cache to restore")
+        check_not_protected(pair.dest, host, role="relocated cache")
+    copying_back = plan.status in ("restore", "resume") and not (
+        op.kind == "restore" and op.at_least("copied"))
+    if copying_back:
+        for pair in op.pairs:
+            if not pair.same_fs and os.path.isdir(pair.dest):
+                plan.needed_bytes += survey(pair.dest).allocated_bytes
+        if plan.needed_bytes:
+            drive = drive_of(op.pairs[0].source)
+            if drive is not None:
+                from cachedoctor.relocate.plan import margin_for
+
+                plan.free_bytes = drive.free_bytes
+                want = plan.needed_bytes + margin_for(plan.needed_bytes)
+                if drive.free_bytes < want:
+                    raise OperationFailed(
+                        f"not enough free space on {drive.mount} to bring the cache back: it needs "
+                        f"{format_size(plan.needed_bytes)} plus a margin, but only "
+                        f"{format_size(drive.free_bytes)} is free; nothing was changed")
+    running = running_processes(profile, host)
+    if running:
+        names = ", ".join(f"{p.name} (pid {p.pid})" for p in running)
+        if not force:
+            raise RefusedError(f"{profile.name} is running: {names}",
+                               hint="close it first, or pass --force if you are sure it is idle")
+        plan.warnings.append(f"{profile.name} is running ({names}); going ahead because of --force")

@@ -1,0 +1,95 @@
+"""links: creating and removing links for real on Linux; the Windows side's pure parts."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cachedoctor.links import (
+    create_link,
+    default_kind,
+    is_broken,
+    junction_target,
+    link_kind,
+    link_target,
+    points_to,
+    remove_link,
+    strip_nt_prefix,
+    windows_link_plan,
+)
+from tests.conftest import IS_LINUX
+
+
+@pytest.mark.skipif(not IS_LINUX, reason="POSIX symlinks")
+def test_create_and_remove_symlink_keeps_target(tmp_path: Path) -> None:
+    target = tmp_path / "target"
+    target.mkdir()
+    (target / "data").write_text("keep")
+    link = tmp_path / "link"
+    create_link(str(link), str(target))
+    assert link_kind(str(link)) == "symlink"
+    assert link_target(str(link)) == str(target)
+    assert points_to(str(link), str(target))
+    assert (link / "data").read_text() == "keep"
+    remove_link(str(link))
+    assert not os.path.lexists(link)
+    assert (target / "data").read_text() == "keep"
+
+
+@pytest.mark.skipif(not IS_LINUX, reason="POSIX symlinks")
+def test_remove_link_refuses_real_folder_and_create_refuses_existing(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "f").write_text("x")
+    with pytest.raises(ValueError):
+        remove_link(str(real))
+    assert (real / "f").exists()
+    with pytest.raises(FileExistsError):
+        create_link(str(real), str(tmp_path))
+    with pytest.raises(OSError):
+        create_link(str(tmp_path / "j"), str(real), "junction")  # junctions are Windows-only
+
+
+@pytest.mark.skipif(not IS_LINUX, reason="POSIX symlinks")
+def test_broken_and_relative_links(tmp_path: Path) -> None:
+    (tmp_path / "rel").symlink_to("gone")
+    assert is_broken(str(tmp_path / "rel"))
+    assert link_target(str(tmp_path / "rel")) == str(tmp_path / "gone")
+    assert not points_to(str(tmp_path / "rel"), str(tmp_path))
+    assert link_kind(str(tmp_path / "missing")) is None
+
+
+def test_junction_target_pure() -> None:
+    assert junction_target("D:/ai-cache/hf") == "D:\\ai-cache\\hf"
+    assert junction_target("\\\\?\\D:\\x\\..\\y") == "D:\\y"
+    for bad in ("relative\\path", "\\\\server\\share\\x", "\\no-drive"):
+        with pytest.raises(ValueError):
+            junction_target(bad)
+    assert strip_nt_prefix("\\??\\C:\\x") == "C:\\x"
+
+
+def test_windows_link_plan_pure() -> None:
+    call, args = windows_link_plan("C:\\Users\\me\\.cache\\hf", "D:/ai-cache/hf", "junction")
+    assert call == "CreateJunction"
+    assert args == ("D:\\ai-cache\\hf", "C:\\Users\\me\\.cache\\hf")  # _winapi: (target, link)
+    call, args = windows_link_plan("C:\\a", "D:\\b", "symlink")
+    assert call == "symlink" and args == ("D:\\b", "C:\\a")
+    assert default_kind("windows") == "junction"
+    assert default_kind("linux") == "symlink"
+
+
+def test_windows_junction_goes_through_winapi(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Windows path calls _winapi.CreateJunction(target, link) (Windows API mocked)."""
+    import sys
+    import types
+
+    import cachedoctor.links as links
+
+    calls: list[tuple[str, str]] = []
+    fake = types.ModuleType("_winapi")
+    fake.CreateJunction = lambda target, path: calls.append((target, path))  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "_winapi", fake)
+    links._create_windows_link("C:\\Users\\me\\cache", "E:\\caches\\tool", "junction")
+    assert calls == [("E:\\caches\\tool", "C:\\Users\\me\\cache")]
