@@ -297,6 +297,11 @@ def test_interrupted_move_is_announced_and_finished_by_rerunning(profiles: Path,
     assert not os.path.lexists(cache)  # set aside, not yet linked: the journal knows where
     blocked = cli("move", "foo", str(shm / "elsewhere"), "--yes")
     assert blocked.returncode == 2 and "interrupted move" in blocked.stderr
+    # every other command warns and names the commands that finish or roll it back
+    other = cli("profiles", "list", "--json")
+    assert other.returncode == 0
+    assert "was interrupted" in other.stderr and op.finish_command in other.stderr
+    assert op.rollback_command in other.stderr
     finished = cli("move", "foo", str(shm), "--yes")
     assert finished.returncode == 0, finished.stderr
     assert snapshot(cache) == before and os.path.islink(cache) and pending() == []
