@@ -1,0 +1,313 @@
+"""The scheduled job: real `systemd-analyze verify`, a real crontab round trip, plist, schtasks."""
+
+from __future__ import annotations
+
+import json
+import os
+import plistlib
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from cachedoctor.errors import UserInputError
+from cachedoctor.host import Host
+from cachedoctor.schedule import (
+    Job,
+    Schedule,
+    cron,
+    install_schedule,
+    launchd,
+    make_job,
+    parse_schedule,
+    remove_schedule,
+    restore_state,
+    schtasks,
+    state_of,
+    systemd,
+)
+from tests.conftest import run_cli
+
+needs_systemd_analyze = pytest.mark.skipif(
+    shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed"
+)
+needs_crontab = pytest.mark.skipif(
+    shutil.which("crontab") is None, reason="crontab is not installed (apt-get install cron)"
+)
+
+
+def host_for(home: Path, os_name: str = "linux") -> Host:
+    return Host(os=os_name, env=dict(os.environ), home=str(home))  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def fake_exe(tmp_path: Path) -> Path:
+    """A real executable at a path with a space and a percent sign, standing in for cachedoctor."""
+    folder = tmp_path / "my bin%dir"
+    folder.mkdir()
+    exe = folder / "cachedoctor"
+    exe.write_text("#!/bin/sh\nexit 0\n")
+    exe.chmod(0o755)
+    return exe
+
+
+def test_parse_schedule_validates() -> None:
+    assert parse_schedule("daily", "3:05") == Schedule("daily", 3, 5)
+    assert parse_schedule("weekly", "23:59").describe() == "weekly on Mon at 23:59"
+    for every, at in (
+        ("monthly", "03:00"),
+        ("daily", "24:00"),
+        ("daily", "3pm"),
+        ("daily", "03:60"),
+    ):
+        with pytest.raises(UserInputError):
+            parse_schedule(every, at)
+
+
+def test_job_runs_the_absolute_cachedoctor_with_clean_scheduled() -> None:
+    job = make_job(Schedule())
+    assert job.argv[-2:] == ("clean", "--scheduled")
+    assert os.path.isabs(job.argv[0]) and os.access(job.argv[0], os.X_OK)
+
+
+@pytest.mark.parametrize(
+    ("every", "calendar"),
+    [
+        ("hourly", "*-*-* *:07:00"),
+        ("daily", "*-*-* 04:07:00"),
+        ("weekly", "Mon *-*-* 04:07:00"),
+    ],
+)
+def test_on_calendar(every: str, calendar: str) -> None:
+    assert systemd.on_calendar(parse_schedule(every, "04:07")) == calendar
+
+
+@needs_systemd_analyze
+@pytest.mark.parametrize("every", ["hourly", "daily", "weekly"])
+def test_generated_units_pass_systemd_analyze_verify(
+    tmp_path: Path, fake_exe: Path, isolated_home: Path, every: str
+) -> None:
+    job = Job((str(fake_exe), "clean", "--scheduled"), parse_schedule(every, "03:30"))
+    files = systemd.unit_files(job, host_for(isolated_home))
+    for path, text in files.items():
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(text)
+    assert (
+        "Persistent=true" in files[str(systemd.unit_dir(host_for(isolated_home)) / systemd.TIMER)]
+    )
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime)}
+    proc = subprocess.run(
+        ["systemd-analyze", "--user", "verify", *files],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    # the verifier really checks: a missing binary fails
+    bad = Job(("/nonexistent/cachedoctor", "clean", "--scheduled"), Schedule())
+    service = tmp_path / systemd.SERVICE
+    service.write_text(systemd.service_text(bad))
+    proc = subprocess.run(
+        ["systemd-analyze", "--user", "verify", str(service)],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=False,
+    )
+    assert proc.returncode != 0
+
+
+def test_exec_start_quoting() -> None:
+    assert systemd.quote_arg("/usr/bin/cachedoctor") == "/usr/bin/cachedoctor"
+    assert systemd.quote_arg("/a b/c%d$e") == '"/a b/c%%d$$e"'
+    assert systemd.quote_arg('say "hi"\\') == '"say \\"hi\\"\\\\"'
+
+
+def test_systemd_install_replaces_and_remove_cleans_up(isolated_home: Path, fake_exe: Path) -> None:
+    from cachedoctor import history
+
+    host = host_for(isolated_home)
+    job = Job((str(fake_exe), "clean", "--scheduled"), Schedule("daily", 2, 0))
+    first = install_schedule("systemd", job, host, enable=False)
+    unit_dir = systemd.unit_dir(host)
+    assert sorted(os.listdir(unit_dir)) == [systemd.SERVICE, systemd.TIMER]
+    assert first.history_id is not None
+    job2 = Job(job.argv, Schedule("weekly", 5, 15))
+    install_schedule("systemd", job2, host, enable=False)
+    assert sorted(os.listdir(unit_dir)) == [systemd.SERVICE, systemd.TIMER]
+    assert systemd.installed_calendar(host) == "Mon *-*-* 05:15:00"
+    state = state_of("systemd", host)
+    assert state["installed"] and state["job"]["every"] == "weekly"
+    removed = remove_schedule("systemd", host, enable=False)
+    assert os.listdir(unit_dir) == []
+    assert len(removed.files) == 2
+    changes = history.changes(kind="schedule")
+    assert [c.after["installed"] for c in changes] == [True, True, False]
+    assert changes[1].before["job"]["every"] == "daily"  # enough to put the old schedule back
+    restore_state(changes[2].before, host)  # undo the removal
+    assert systemd.installed_calendar(host) == "Mon *-*-* 05:15:00"
+
+
+@pytest.fixture
+def crontab_backup() -> Iterator[None]:
+    if shutil.which("crontab") is None:
+        pytest.skip("crontab is not installed (apt-get install cron)")
+    saved = subprocess.run(["crontab", "-l"], capture_output=True, text=True, check=False)
+    try:
+        yield
+    finally:
+        if saved.returncode == 0:
+            subprocess.run(["crontab", "-"], input=saved.stdout, text=True, check=True)
+        else:
+            subprocess.run(["crontab", "-r"], capture_output=True, check=False)
+
+
+def test_cron_line_and_merge_are_pure() -> None:
+    job = Job(("/opt/my tools/cachedoctor", "clean", "--scheduled"), Schedule("weekly", 4, 5))
+    line = cron.cron_line(job)
+    assert line == (
+        "5 4 * * 1 '/opt/my tools/cachedoctor' clean --scheduled "
+        "# cachedoctor-clean (managed by cachedoctor)"
+    )
+    assert cron.cron_line(Job(("/x%y",), Schedule("hourly", 0, 9))).startswith("9 * * * * /x\\%y ")
+    other = "MAILTO=me\n0 1 * * * backup.sh\n"
+    merged = cron.merge(other, line)
+    assert cron.merge(merged, line) == merged  # replacing never duplicates
+    assert cron.merge(merged, None) == other
+
+
+@needs_crontab
+@pytest.mark.usefixtures("crontab_backup")
+def test_real_crontab_round_trip(isolated_home: Path, fake_exe: Path) -> None:
+    others = '# my own jobs\nMAILTO=""\n17 2 * * * /usr/bin/true backup\n'
+    subprocess.run(["crontab", "-"], input=others, text=True, check=True)
+    host = host_for(isolated_home)
+    job = Job((str(fake_exe), "clean", "--scheduled"), Schedule("daily", 3, 30))
+    install_schedule("cron", job, host)
+    install_schedule("cron", Job(job.argv, Schedule("hourly", 0, 45)), host)  # re-install replaces
+    text = subprocess.run(["crontab", "-l"], capture_output=True, text=True, check=True).stdout
+    ours = [x for x in text.splitlines() if cron.is_ours(x)]
+    assert len(ours) == 1 and ours[0].startswith("45 * * * * ")
+    assert text.startswith(others)
+    assert state_of("cron", host)["installed"]
+    remove_schedule("cron", host)
+    text = subprocess.run(["crontab", "-l"], capture_output=True, text=True, check=True).stdout
+    assert text == others
+
+
+@needs_crontab
+@pytest.mark.usefixtures("crontab_backup")
+def test_cli_install_status_remove_with_cron(isolated_home: Path) -> None:
+    subprocess.run(["crontab", "-r"], capture_output=True, check=False)
+    proc = run_cli(
+        "schedule",
+        "install",
+        "--backend",
+        "cron",
+        "--every",
+        "daily",
+        "--at",
+        "01:02",
+        "--older-than",
+        "14d",
+        "--yes",
+        "--json",
+    )
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["backend"] == "cron" and doc["cron_line"].startswith("2 1 * * * ")
+    assert doc["policy"]["older_than_seconds"] == 14 * 86400
+    status = json.loads(run_cli("schedule", "status", "--json").stdout)
+    (cron_entry,) = [b for b in status["backends"] if b["backend"] == "cron"]
+    assert cron_entry["installed"] and cron_entry["schedule"] == "2 1 * * *"
+    assert status["last_run"] is None
+    assert run_cli("clean", "--scheduled").returncode == 0
+    status = json.loads(run_cli("schedule", "status", "--json").stdout)
+    assert status["last_run"]["status"] == "ok"
+    text = run_cli("schedule", "status").stdout
+    assert "cron: installed" in text and "last run:" in text
+    proc = run_cli("schedule", "remove", "--backend", "cron", "--yes")
+    assert proc.returncode == 0, proc.stderr
+    listed = subprocess.run(["crontab", "-l"], capture_output=True, text=True, check=False).stdout
+    assert "cachedoctor-clean" not in listed
+
+
+def test_cli_rejects_bad_input(isolated_home: Path) -> None:
+    for args in (
+        ["--every", "monthly"],
+        ["--at", "25:00"],
+        ["--backend", "launchd"],
+        ["--older-than", "forever"],
+        ["--kind", "everything"],
+    ):
+        proc = run_cli("schedule", "install", *args, "--dry-run")
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert "error:" in proc.stderr
+
+
+def test_dry_run_shows_units_and_writes_nothing(isolated_home: Path) -> None:
+    proc = run_cli("schedule", "install", "--backend", "systemd", "--dry-run", "--json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert any(path.endswith(".timer") for path in doc["files"])
+    assert not (isolated_home / ".config" / "systemd").exists()
+
+
+def test_launchd_plist_is_valid_and_installed_in_launch_agents(isolated_home: Path) -> None:
+    host = host_for(isolated_home, "macos")
+    job = Job(("/usr/local/bin/cachedoctor", "clean", "--scheduled"), Schedule("weekly", 6, 45))
+    install_schedule("launchd", job, host, enable=False)
+    path = launchd.plist_path(host)
+    assert path.parent == isolated_home / "Library" / "LaunchAgents"
+    with path.open("rb") as fh:
+        data = plistlib.load(fh)
+    assert data["Label"] == launchd.LABEL
+    assert data["ProgramArguments"] == list(job.argv)
+    assert data["StartCalendarInterval"] == {"Weekday": 1, "Hour": 6, "Minute": 45}
+    assert launchd.calendar(Job(job.argv, Schedule("hourly", 0, 5))) == {"Minute": 5}
+    if shutil.which("plutil"):
+        assert subprocess.run(["plutil", "-lint", str(path)], check=False).returncode == 0
+    remove_schedule("launchd", host, enable=False)
+    assert not path.exists()
+
+
+def test_schtasks_command_construction() -> None:
+    exe = r"C:\Program Files\cachedoctor\cachedoctor.exe"
+    job = Job((exe, "clean", "--scheduled"), Schedule("daily", 3, 30))
+    assert schtasks.create_command(job) == [
+        "schtasks",
+        "/Create",
+        "/SC",
+        "DAILY",
+        "/TN",
+        "cachedoctor-clean",
+        "/TR",
+        '"C:\\Program Files\\cachedoctor\\cachedoctor.exe" clean --scheduled',
+        "/ST",
+        "03:30",
+        "/F",
+    ]
+    weekly = schtasks.create_command(Job(job.argv, Schedule("weekly", 22, 0)))
+    assert weekly[2:6] == ["/SC", "WEEKLY", "/D", "MON"] and weekly[-3:] == ["/ST", "22:00", "/F"]
+    hourly = schtasks.create_command(Job(job.argv, Schedule("hourly", 0, 15)))
+    assert hourly[2:6] == ["/SC", "HOURLY", "/MO", "1"] and hourly[-2] == "00:15"
+    assert schtasks.delete_command() == ["schtasks", "/Delete", "/TN", "cachedoctor-clean", "/F"]
+
+
+def test_auto_backend_per_os(isolated_home: Path) -> None:
+    from cachedoctor.schedule import pick_backend
+
+    assert pick_backend("auto", host_for(isolated_home, "windows")) == "schtasks"
+    assert pick_backend("auto", host_for(isolated_home, "macos")) == "launchd"
+    linux = Host(
+        os="linux", env={"XDG_RUNTIME_DIR": str(isolated_home / "no-bus")}, home=str(isolated_home)
+    )
+    if shutil.which("crontab"):
+        assert pick_backend("auto", linux) == "cron"  # no user instance here: cron
+    with pytest.raises(UserInputError):
+        pick_backend("schtasks", linux)
