@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from dataclasses import dataclass
 from functools import lru_cache
@@ -28,12 +29,33 @@ class DriveInfo:
         }
 
 
+Mount = tuple[str, str, str, tuple[str, ...]]  # (mount point, device, fs type, options)
+
+
 @lru_cache(maxsize=1)
-def _partitions() -> tuple[tuple[str, str, str, tuple[str, ...]], ...]:
+def _partitions() -> tuple[Mount, ...]:
+    if os.path.exists("/proc/self/mounts"):  # Linux: read directly, psutil costs start-up time
+        with open("/proc/self/mounts", encoding="utf-8", errors="surrogateescape") as fh:
+            return parse_proc_mounts(fh.read())
     import psutil
 
     parts = psutil.disk_partitions(all=True)
     return tuple((p.mountpoint, p.device, p.fstype, tuple(p.opts.split(","))) for p in parts)
+
+
+def parse_proc_mounts(text: str) -> tuple[Mount, ...]:
+    """Parse /proc/self/mounts (fstab format; spaces in paths are written as \\040)."""
+    mounts = []
+    for line in text.splitlines():
+        fields = line.split()
+        if len(fields) >= 4:
+            device, mountpoint, fstype, options = (_unescape(f) for f in fields[:4])
+            mounts.append((mountpoint, device, fstype, tuple(options.split(","))))
+    return tuple(mounts)
+
+
+def _unescape(field: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), field)
 
 
 def nearest_existing(path: str) -> str:

@@ -5,16 +5,15 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cachedoctor.drives import DriveInfo, drive_of
-from cachedoctor.host import Host
 from cachedoctor.links import is_broken, link_kind, link_target
-from cachedoctor.profiles.model import Profile
-from cachedoctor.profiles.resolved import declared_paths, location_paths
-from cachedoctor.resolve import has_glob, try_expand
-from cachedoctor.safety import is_within
 from cachedoctor.walker import WalkResult, measure
+
+if TYPE_CHECKING:  # profiles are imported only when scanning them: `scan --path` starts faster
+    from cachedoctor.host import Host
+    from cachedoctor.profiles.model import Profile
 
 UNCLAIMED_LIMIT = 10
 ProgressCallback = Callable[[str, int, int], None]  # (path, entries, bytes)
@@ -128,6 +127,8 @@ def scan_profiles(
     progress: ProgressCallback | None = None,
 ) -> ScanReport:
     """Measure every existing location of `profiles`; a relocated location is measured at its target."""
+    from cachedoctor.profiles.resolved import location_paths
+
     report = ScanReport()
     for profile in profiles:
         for lp in location_paths(profile, host):
@@ -164,6 +165,10 @@ def scan_paths(
 
 def unclaimed_candidates(profiles: Sequence[Profile], host: Host) -> list[str]:
     """Folders directly under the user cache roots that no profile location overlaps."""
+    from cachedoctor.profiles.resolved import declared_paths
+    from cachedoctor.resolve import has_glob, try_expand
+    from cachedoctor.safety import is_within
+
     claimed = [path for p in profiles for _, path in declared_paths(p, host) if not has_glob(path)]
     claimed += [
         path.split("*")[0].rstrip("/\\")

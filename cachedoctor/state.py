@@ -25,6 +25,11 @@ def log_dir() -> Path:
     return Path(user_log_dir(APP, appauthor=False))
 
 
+def journal_dir() -> Path:
+    """One file per unfinished move or restore (see cachedoctor.relocate.journal)."""
+    return state_dir() / "journal"
+
+
 def ensure(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -11,6 +11,10 @@ def main() -> None:
 
         sys.stdout.write(f"cachedoctor {__version__}\n")
         return
+    import os
+
+    # typer builds a pydantic adapter per option; the plugin search is start-up time we don't use
+    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from cachedoctor.cli.app import run
 
     sys.exit(run())

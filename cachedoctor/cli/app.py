@@ -40,6 +40,10 @@ def _global_options(
 
 def _warn_about_unfinished_operations() -> None:
     """An interrupted move must not go unnoticed: every command says how to finish it."""
+    from cachedoctor.state import journal_dir
+
+    if not journal_dir().is_dir():  # the common case, decided without importing the journal
+        return
     from cachedoctor.relocate.journal import pending_operations
 
     for op in pending_operations():

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cachedoctor.fsutil import atomic_write_text
-from cachedoctor.state import state_dir
+from cachedoctor.state import journal_dir, state_dir
 
 Kind = Literal["move", "restore"]
 MOVE_PHASES = ("planned", "copying", "copied", "swapped", "linked", "cleaning", "done")
@@ -114,10 +114,6 @@ class PendingOperation:
     kind: str = "move"
     id: str = ""
     file: str = ""
-
-
-def journal_dir() -> Path:
-    return state_dir() / "journal"
 
 
 def _file(op_id: str) -> Path:

@@ -1,0 +1,46 @@
+"""Which mount a path is on: /proc/self/mounts parsing checked against psutil and real mounts."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cachedoctor.drives import _partitions, drive_of, parse_proc_mounts
+from tests.conftest import IS_LINUX, needs_root
+
+
+def test_parse_escaped_mount_points() -> None:
+    text = "/dev/sda1 /media/my\\040disk ext4 rw,noexec,nosuid 0 0\ntmpfs /tmp tmpfs rw 0 0\n"
+    assert parse_proc_mounts(text) == (
+        ("/media/my disk", "/dev/sda1", "ext4", ("rw", "noexec", "nosuid")),
+        ("/tmp", "tmpfs", "tmpfs", ("rw",)),
+    )
+
+
+@pytest.mark.skipif(not IS_LINUX, reason="/proc/self/mounts is Linux-only")
+def test_mounts_agree_with_psutil() -> None:
+    import psutil
+
+    theirs = {(p.mountpoint, p.fstype) for p in psutil.disk_partitions(all=True)}
+    ours = {(m[0], m[2]) for m in _partitions()}
+    assert ours == theirs
+
+
+@needs_root
+def test_noexec_mount_with_a_space_in_its_name(tmp_path: Path) -> None:
+    mount = tmp_path / "my drive"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,noexec", "tmpfs", str(mount)], check=True)
+    try:
+        _partitions.cache_clear()
+        drive = drive_of(str(mount / "not-yet" / "created"))
+        assert drive is not None
+        assert drive.mount == str(mount) and drive.fstype == "tmpfs" and "noexec" in drive.options
+        assert drive.total_bytes == 1024 * 1024
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+        _partitions.cache_clear()
+    assert os.path.isdir(mount)
