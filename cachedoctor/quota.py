@@ -92,11 +92,7 @@ def target_locations(profile: Profile, location_id: str | None) -> list[Location
     """The locations a quota command applies to: the named one; else the profile's single
     location; else every location that is safe to delete (a cap is enforced by deleting)."""
     if location_id is not None:
-        try:
-            return [profile.location(location_id)]
-        except KeyError:
-            known = ", ".join(loc.id for loc in profile.locations)
-            raise UserInputError(f"{profile.id} has no location {location_id!r}; known: {known}") from None
+        return [profile.require_location(location_id)]
     if len(profile.locations) == 1:
         return list(profile.locations)
     safe = [loc for loc in profile.locations if loc.safe_to_delete]

@@ -252,6 +252,16 @@ class Profile(_Model):
                 return loc
         raise KeyError(location_id)
 
+    def require_location(self, location_id: str) -> Location:
+        """The location a user named (`--location ID`), or a clear error listing the known ones."""
+        try:
+            return self.location(location_id)
+        except KeyError:
+            from cachedoctor.errors import UserInputError
+
+            known = ", ".join(loc.id for loc in self.locations)
+            raise UserInputError(f"{self.id} has no location {location_id!r}; known: {known}") from None
+
     def preset(self, preset_id: str) -> TunePreset:
         for preset in self.tune:
             if preset.id == preset_id:

@@ -62,11 +62,7 @@ def choose_locations(profile: Profile, host: Host, location_id: str | None) -> l
     from cachedoctor.profiles.resolved import location_paths
 
     if location_id is not None:
-        try:
-            return [profile.location(location_id)]
-        except KeyError:
-            known = ", ".join(loc.id for loc in profile.locations)
-            raise UserInputError(f"{profile.id} has no location {location_id!r}; known: {known}") from None
+        return [profile.require_location(location_id)]
     if len(profile.locations) == 1:
         return list(profile.locations)
     present = [loc for loc in profile.locations
@@ -213,7 +209,7 @@ def plan_move(profile: Profile, location: Location, host: Host, dest: str, *,
 def _preflight(plan: MovePlan, profile: Profile, host: Host, *, force: bool,
                check_not_protected: Any, is_within: Any) -> None:
     from cachedoctor.drives import drive_of, nearest_existing, same_filesystem
-    from cachedoctor.processes import running_processes
+    from cachedoctor.processes import check_not_running
     from cachedoctor.relocate.copy import survey
     from cachedoctor.units import format_size
 
@@ -271,13 +267,9 @@ def _preflight(plan: MovePlan, profile: Profile, host: Host, *, force: bool,
                 f"not enough free space on {drive.mount if drive else op.dest_root}: the cache needs "
                 f"{format_size(plan.needed_bytes)} plus a margin of {format_size(want - plan.needed_bytes)}, "
                 f"but only {format_size(plan.free_bytes)} is free; nothing was changed")
-    running = running_processes(profile, host)
-    if running:
-        names = ", ".join(f"{p.name} (pid {p.pid})" for p in running)
-        if not force:
-            raise RefusedError(f"{profile.name} is running: {names}",
-                               hint="close it first, or pass --force if you are sure it is idle")
-        plan.warnings.append(f"{profile.name} is running ({names}); going ahead because of --force")
+    warning = check_not_running(profile, host, force=force)
+    if warning:
+        plan.warnings.append(warning)
 
 
 def _empty_dir(path: str) -> bool:

@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass
 from typing import Any
 
+from cachedoctor.drives import nearest_existing
 from cachedoctor.errors import RefusedError
 from cachedoctor.host import Host
 
@@ -73,22 +74,12 @@ def check_supported(host: Host, browser: str) -> None:
         )
     if not host.is_windows:
         target = policy_file(browser)
-        existing = _nearest_existing(os.path.dirname(target))
+        existing = nearest_existing(os.path.dirname(target))
         if not os.access(existing, os.W_OK):
             raise RefusedError(
                 f"writing the browser policy file {target} needs root",
                 hint="run the same command with sudo, or use --method link",
             )
-
-
-def _nearest_existing(path: str) -> str:
-    current = os.path.abspath(path)
-    while not os.path.exists(current):
-        parent = os.path.dirname(current)
-        if parent == current:
-            break
-        current = parent
-    return current
 
 
 def read_current(browser: str, policy: str, host: Host) -> str | None:

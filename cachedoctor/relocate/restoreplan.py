@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from cachedoctor.errors import OperationFailed, RefusedError
+from cachedoctor.errors import OperationFailed
 from cachedoctor.host import Host
 from cachedoctor.links import link_kind, link_target
 from cachedoctor.profiles.model import Profile
@@ -14,13 +14,7 @@ from cachedoctor.relocate.journal import Operation, Pair
 
 
 def plan_restore(profile: Profile, location_id: str, host: Host, *, force: bool = False) -> RestorePlan:
-    try:
-        profile.location(location_id)
-    except KeyError:
-        from cachedoctor.errors import UserInputError
-
-        known = ", ".join(loc.id for loc in profile.locations)
-        raise UserInputError(f"{profile.id} has no location {location_id!r}; known: {known}") from None
+    profile.require_location(location_id)
     pending = journal.find(profile.id, location_id)
     if pending is not None:
         if pending.kind == "restore":
@@ -61,7 +55,7 @@ def _foreign_link(profile: Profile, location_id: str, host: Host) -> Operation |
 
 def _preflight(plan: RestorePlan, profile: Profile, host: Host, *, force: bool) -> None:
     from cachedoctor.drives import drive_of
-    from cachedoctor.processes import running_processes
+    from cachedoctor.processes import check_not_running
     from cachedoctor.relocate.copy import survey
     from cachedoctor.safety import check_not_protected
     from cachedoctor.units import format_size
@@ -92,10 +86,6 @@ def _preflight(plan: RestorePlan, profile: Profile, host: Host, *, force: bool) 
                         f"not enough free space on {drive.mount} to bring the cache back: it needs "
                         f"{format_size(plan.needed_bytes)} plus a margin, but only "
                         f"{format_size(drive.free_bytes)} is free; nothing was changed")
-    running = running_processes(profile, host)
-    if running:
-        names = ", ".join(f"{p.name} (pid {p.pid})" for p in running)
-        if not force:
-            raise RefusedError(f"{profile.name} is running: {names}",
-                               hint="close it first, or pass --force if you are sure it is idle")
-        plan.warnings.append(f"{profile.name} is running ({names}); going ahead because of --force")
+    warning = check_not_running(profile, host, force=force)
+    if warning:
+        plan.warnings.append(warning)
