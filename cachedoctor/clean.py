@@ -7,7 +7,8 @@ fd-relative deleter (`cachedoctor.safedelete`). Nothing here prints.
 
 Policies:
 
-* a location that is not `safe_to_delete` is never touched;
+* a location that is not `safe_to_delete` is never touched by file rules (only the tool's own
+  clean command may run there, when the user names the tool);
 * a protected root (`/`, home, drive roots, system folders) is refused, whatever a profile says;
 * a tool that is running is not cleaned (its files may be in use);
 * no age, no size, no quota, tool named: the location is emptied (its folder and `keep:` globs
@@ -31,7 +32,7 @@ from typing import Any, Literal
 
 from cachedoctor.errors import RefusedError, UserInputError
 from cachedoctor.host import Host
-from cachedoctor.profiles.model import Location, Profile
+from cachedoctor.profiles.model import CleanSpec, Location, Profile
 from cachedoctor.safedelete import DeleteResult, FileInfo, Rules, Skipped, clean_tree, walk_files
 from cachedoctor.safety import check_not_protected, is_within
 
@@ -312,7 +313,11 @@ def _plan_location(
         older_than = None  # a scheduled age policy covers only the configured kinds
         if quota is None:
             return None
-    if not loc.safe_to_delete:
+    spec = loc.clean
+    tool_command = _tool_command(spec, which) if not policy.trash else None
+    by_tool_only = policy.explicit and older_than is None and cap is None and tool_command
+    if not loc.safe_to_delete and not by_tool_only:
+        # only the tool itself knows what in here is unused (conda's pkgs, for instance)
         if policy.explicit or quota is not None:
             leave("the profile does not mark this location safe to delete")
         return None
@@ -337,7 +342,6 @@ def _plan_location(
             leave(exc.message, refused=True)
             return None
     st = os.stat(root)
-    spec = loc.clean
     rules = Rules(keep=tuple(spec.keep), only=tuple(spec.only)) if spec else Rules()
     target = Target(
         tool=profile.id,
@@ -359,14 +363,21 @@ def _plan_location(
         if cap is not None:
             target.reasons.append(f"least recently used above the {cap_source} cap")
         return target
-    target.reasons.append("empty the location (safe to delete)")
-    if spec and spec.command and not policy.trash:
-        exe = which(spec.command[0])
-        if exe:
-            target.mode = "command"
-            target.command = [exe, *spec.command[1:]]
-            target.reasons = [f"the tool's own clean command: {' '.join(spec.command)}"]
+    if tool_command:
+        target.mode = "command"
+        target.command = tool_command
+        target.reasons = [f"the tool's own clean command: {' '.join(tool_command)}"]
+    else:
+        target.reasons.append("empty the location (safe to delete)")
     return target
+
+
+def _tool_command(spec: CleanSpec | None, which: Callable[[str], str | None]) -> list[str] | None:
+    """The profile's clean command with its program found on PATH, or None."""
+    if spec is None or not spec.command:
+        return None
+    exe = which(spec.command[0])
+    return [exe, *spec.command[1:]] if exe else None
 
 
 def _cap(max_size: int | None, quota: int | None) -> tuple[int | None, str | None]:

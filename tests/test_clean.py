@@ -390,3 +390,38 @@ def test_history_records_a_clean(profiles: Path, isolated_home: Path) -> None:
     (change,) = history.changes(kind="clean")
     assert change.tool == "faketool" and change.after["files"] == 3
     assert change.after["undoable"] is False
+
+
+def test_tool_command_may_clean_a_location_not_safe_for_file_rules(
+    profiles: Path, isolated_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """conda's pkgs: deleting files would break environments, `conda clean` knows what is unused."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    record = tmp_path / "calls.txt"
+    tool = bin_dir / "fakeconda"
+    tool.write_text(f'#!/bin/sh\necho "$@" >> {record}\n')
+    tool.chmod(0o755)
+    profiles.mkdir(parents=True, exist_ok=True)
+    (profiles / "fakeconda.yaml").write_text(
+        "id: fakeconda\nname: Fakeconda\ndescription: d\nlocations:\n"
+        "  - id: pkgs\n    kind: packages\n    paths: {linux: ~/fakeconda/pkgs}\n"
+        "    safe_to_delete: false\n    clean: {command: [fakeconda, clean, --all, --yes]}\n"
+    )
+    pkgs = isolated_home / "fakeconda" / "pkgs"
+    files = fill(pkgs)
+    # without the tool on PATH nothing may touch the location
+    refused = run_cli("clean", "fakeconda", "--yes", "--json")
+    assert refused.returncode == 0, refused.stderr
+    assert all(f.exists() for f in files) and not record.exists()
+    # with it, the tool's own command runs (shown first), and cachedoctor deletes nothing itself
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    proc = run_cli("clean", "fakeconda", "--yes")
+    assert proc.returncode == 0, proc.stderr
+    assert record.read_text() == "clean --all --yes\n"
+    assert f"{tool} clean --all --yes" in proc.stderr
+    assert all(f.exists() for f in files)
+    # an age or size policy is file rules, which this location never gets
+    aged = run_cli("clean", "fakeconda", "--older-than", "1s", "--yes", "--json")
+    assert aged.returncode == 0 and record.read_text() == "clean --all --yes\n"
+    assert all(f.exists() for f in files)
