@@ -191,3 +191,11 @@ def test_env_var_profiles_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
     write(folder, "demo.yaml", textwrap.dedent(GOOD))
     monkeypatch.setenv("CACHEDOCTOR_PROFILES_DIR", str(folder))
     assert "demo" in load_profiles().profiles
+
+
+def test_every_condition_type_is_documented() -> None:
+    from cachedoctor.conditions import condition_names
+
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "profiles.md").read_text(encoding="utf-8")
+    missing = [name for name in condition_names() if f"| `{name}` |" not in docs]
+    assert missing == []
