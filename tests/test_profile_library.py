@@ -558,3 +558,16 @@ def test_jetbrains_glob_skips_toolbox() -> None:
     assert fnmatch.fnmatch("IntelliJIdea2024.2", pattern)
     assert fnmatch.fnmatch("PyCharmCE2023.3", pattern)
     assert not fnmatch.fnmatch("Toolbox", pattern)
+
+
+def test_move_fixes_name_the_parent_folder() -> None:
+    """`move TOOL DEST` puts the cache in DEST/<tool>: a fix naming DEST/<tool> would nest it twice."""
+    import shlex
+
+    for path in PROFILES_DIR.glob("*.yaml"):
+        profile = load_profile_file(path)
+        for check in profile.checks:
+            if check.fix and check.fix.startswith("cachedoctor move "):
+                words = shlex.split(check.fix.replace("\\", "/"))
+                dest = words[3].rstrip("/")
+                assert not dest.endswith(("/{tool}", f"/{profile.id}")), (path.name, check.id, check.fix)

@@ -97,26 +97,20 @@ def _render(report: ScanReport, *, by_tool: bool) -> None:
     largest = max(e.walk.allocated_bytes for e in report.entries + report.unclaimed)
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
     if by_tool:
-        table.add_column("tool")
-        table.add_column("location")
-    table.add_column("size", justify="right")
+        table.add_column("tool", no_wrap=True)
+        table.add_column("location", no_wrap=True)
+    table.add_column("size", justify="right", no_wrap=True)
     table.add_column("", no_wrap=True)
-    table.add_column("files", justify="right")
-    table.add_column("newest", justify="right")
-    table.add_column("path", overflow="fold")
-    table.add_column("drive (free / total)", overflow="fold")
+    table.add_column("files", justify="right", no_wrap=True)
+    table.add_column("newest", justify="right", no_wrap=True)
+    table.add_column("drive", no_wrap=True)
+    table.add_column("path", overflow="fold", ratio=1)
 
     def row(entry: ScanEntry, tool: str, location: str) -> None:
         where = entry.path
         if entry.link:
             state = "BROKEN " if entry.broken else ""
             where = f"{entry.path} -> {state}{entry.link} {entry.target}"
-        drive = entry.drive
-        drive_text = (
-            f"{drive.mount} ({format_size(drive.free_bytes)} / {format_size(drive.total_bytes)})"
-            if drive
-            else "-"
-        )
         size_text = size(entry.walk.allocated_bytes) + ("*" if entry.walk.partial else "")
         if entry.quota_bytes:
             size_text += f" / quota {size(entry.quota_bytes)}"
@@ -125,8 +119,8 @@ def _render(report: ScanReport, *, by_tool: bool) -> None:
             bar(entry.walk.allocated_bytes, largest),
             f"{entry.walk.files:,}",
             when(entry.walk.newest_mtime),
+            entry.drive.mount if entry.drive else "-",
             where,
-            drive_text,
         ]
         table.add_row(*([tool, location] if by_tool else []), *cells)
 
@@ -138,6 +132,7 @@ def _render(report: ScanReport, *, by_tool: bool) -> None:
         for entry in report.unclaimed:
             row(entry, "(unclaimed)", "")
     console.print(table)
+    _render_drives(report)
     totals = report.totals()
     console.print(
         f"\n[bold]total[/bold] {format_size(totals['bytes'])} allocated "
@@ -148,3 +143,26 @@ def _render(report: ScanReport, *, by_tool: bool) -> None:
         ),
         highlight=False,
     )
+
+
+def _render_drives(report: ScanReport) -> None:
+    """How full each drive holding a cache is: the question behind every scan."""
+    from rich.table import Table
+
+    from cachedoctor.cli.render import bar, size
+
+    drives = {e.drive.mount: e.drive for e in report.entries + report.unclaimed if e.drive}
+    if not drives:
+        return
+    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold", title_justify="left")
+    for column, justify in (("drive", "left"), ("type", "left"), ("used", "right"), ("", "left"),
+                            ("free", "right"), ("total", "right")):
+        table.add_column(column, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    for mount, drive in sorted(drives.items()):
+        used = drive.total_bytes - drive.free_bytes
+        percent = f"{100 * used / drive.total_bytes:.0f}%" if drive.total_bytes else "-"
+        table.add_row(mount, drive.fstype or "-", percent, bar(used, drive.total_bytes),
+                      size(drive.free_bytes), size(drive.total_bytes))
+    console = stdout_console()
+    console.print()
+    console.print(table)
