@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import sys
 from typing import Annotated
 
@@ -50,19 +51,11 @@ def _warn_about_unfinished_operations() -> None:
         warn(f"{op.summary}; finish it with `{op.finish_command}` or roll it back with `{op.rollback_command}`")
 
 
-# Command modules register themselves on `app` when imported (order = order in --help).
-from cachedoctor.cli import (  # noqa: E402,F401
-    clean,
-    doctor,
-    env,
-    history,
-    move,
-    profiles,
-    quota,
-    scan,
-    schedule,
-    tune,
-)
+# Command modules register themselves on `app` when imported, in this order in --help
+# (commands first, then the command groups: env, quota, schedule, profiles).
+COMMAND_MODULES = ("scan", "doctor", "move", "tune", "clean", "history", "env", "quota", "schedule", "profiles")
+for _name in COMMAND_MODULES:
+    importlib.import_module(f"cachedoctor.cli.{_name}")
 
 
 def run(argv: list[str] | None = None) -> int:
