@@ -70,6 +70,33 @@ def test_set_and_unset_keep_user_content_byte_identical(isolated_home):
     assert managed_variables(host) == {}
 
 
+def test_a_shell_file_cachedoctor_created_goes_again_with_the_last_variable(isolated_home):
+    """No shell file existed: set creates ~/.profile, unset leaves the home as it was."""
+    home = isolated_home
+    host = linux_host(home)
+    before = sorted(p.relative_to(home) for p in home.rglob("*") if p.is_file())
+    set_variables({"HF_HOME": "/data/hf"}, host=host)
+    assert posix.BEGIN in (home / ".profile").read_text()
+    set_variables({"TORCH_HOME": "/data/torch"}, host=host)
+    unset_variables(["HF_HOME"], host=host)
+    assert (home / ".profile").exists()  # one variable is still managed
+    unset_variables(["TORCH_HOME"], host=host)
+    assert not (home / ".profile").exists()
+    after = sorted(p.relative_to(home) for p in home.rglob("*") if p.is_file()
+                   if "cachedoctor" not in p.parts)
+    assert after == [p for p in before if "cachedoctor" not in p.parts]
+
+
+def test_a_file_the_user_wrote_in_between_is_kept(isolated_home):
+    home = isolated_home
+    host = linux_host(home)
+    set_variables({"HF_HOME": "/data/hf"}, host=host)
+    with (home / ".profile").open("a") as fh:
+        fh.write("export EDITOR=vim\n")
+    unset_variables(["HF_HOME"], host=host)
+    assert (home / ".profile").read_text() == "export EDITOR=vim\n"
+
+
 def test_history_records_values_and_undo_restores_them(isolated_home):
     host = linux_host(isolated_home)
     set_variables({"ASTRA_CACHE_DIR": "/a"}, host=host)

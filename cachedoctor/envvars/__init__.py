@@ -55,23 +55,32 @@ def store_file() -> Path:
     return config_dir() / "env.json"
 
 
-def _load_store() -> dict[str, str]:
+def _load_document() -> tuple[dict[str, str], list[str]]:
+    """The managed variables, and the shell files cachedoctor created to hold them (deleted
+    again when the last variable goes, so set + unset leaves the home as it was)."""
     path = store_file()
     data = read_json_file(path, "managed variables file")
     if data is None:
-        return {}
+        return {}, []
     variables = data.get("variables") if isinstance(data, dict) else None
+    created = data.get("created_files", []) if isinstance(data, dict) else None
     if not isinstance(variables, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in variables.items()
-    ):
-        raise UserInputError(f"{path}: expected {{\"variables\": {{NAME: value}}}}")
-    return dict(variables)
+    ) or not isinstance(created, list) or not all(isinstance(f, str) for f in created):
+        raise UserInputError(
+            f"{path}: expected {{\"variables\": {{NAME: value}}, \"created_files\": [path, ...]}}"
+        )
+    return dict(variables), list(created)
 
 
-def _save_store(values: Mapping[str, str]) -> None:
+def _load_store() -> dict[str, str]:
+    return _load_document()[0]
+
+
+def _save_store(values: Mapping[str, str], created: list[str]) -> None:
     from cachedoctor.fsutil import atomic_write_text
 
-    document = {"variables": dict(sorted(values.items()))}
+    document = {"variables": dict(sorted(values.items())), "created_files": sorted(set(created))}
     atomic_write_text(store_file(), json.dumps(document, indent=2, ensure_ascii=False) + "\n")
 
 
@@ -139,7 +148,7 @@ def _change(wanted: dict[str, str | None], *, host: Host, dry_run: bool, tool: s
 
     validate(wanted, host)
     with exclusive("env:managed-variables", what="the managed environment variables"):
-        store = _load_store()
+        store, created = _load_document()
         before = {name: store.get(name) for name in wanted}
         new_store = dict(store)
         for name, value in wanted.items():
@@ -149,11 +158,12 @@ def _change(wanted: dict[str, str | None], *, host: Host, dry_run: bool, tool: s
                 new_store[name] = value
         if host.is_windows:
             files, messages = _windows(wanted, dry_run=dry_run, registry=registry)
+            new_created = created
         else:
-            files, messages = _posix(new_store, host, dry_run=dry_run)
-        store_changed = new_store != store
+            files, messages, new_created = _posix(new_store, host, created, dry_run=dry_run)
+        store_changed = new_store != store or new_created != created
         if store_changed and not dry_run:
-            _save_store(new_store)
+            _save_store(new_store, new_created)
     result = EnvResult(files, "", messages, before, dict(wanted), dry_run)
     changed_values = {k: v for k, v in wanted.items() if before[k] != v}
     if not files and not store_changed:
@@ -204,11 +214,14 @@ def _read(path: Path) -> str | None:
         raise UserInputError(f"cannot read {path}: {exc.strerror}") from None
 
 
-def _posix(store: Mapping[str, str], host: Host, *, dry_run: bool) -> tuple[list[str], list[str]]:
+def _posix(store: Mapping[str, str], host: Host, created: list[str], *,
+           dry_run: bool) -> tuple[list[str], list[str], list[str]]:
     from cachedoctor.envvars.posix import plan
     from cachedoctor.fsutil import atomic_write_bytes, fsync_dir
 
-    changed = [p for p in plan(store, host, _read) if p.changed]
+    changed = [p for p in plan(store, host, _read, created) if p.changed]
+    new_created = [f for f in created if not any(str(p.path) == f and p.after is None for p in changed)]
+    new_created += [str(p.path) for p in changed if p.before is None and p.after is not None]
     if not dry_run:
         for file_plan in changed:
             target = Path(os.path.realpath(file_plan.path))  # a linked dotfile stays a link
@@ -221,7 +234,7 @@ def _posix(store: Mapping[str, str], host: Host, *, dry_run: bool) -> tuple[list
                 atomic_write_bytes(target, file_plan.after.encode("utf-8", "surrogateescape"), mode=mode)
     messages = [f"{'would update' if dry_run else 'updated'} {p.path}" if p.after is not None
                 else f"{'would remove' if dry_run else 'removed'} {p.path}" for p in changed]
-    return [str(p.path) for p in changed], messages
+    return [str(p.path) for p in changed], messages, new_created
 
 
 def _windows(wanted: Mapping[str, str | None], *, dry_run: bool,

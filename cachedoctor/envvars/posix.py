@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -160,11 +160,14 @@ def all_files(host: Host) -> list[tuple[Path, str, bool]]:
     return [*files, (fish_file(host), "fish", True), (envd_file(host), "environment.d", True)]
 
 
-def plan(values: Mapping[str, str], host: Host, read: ReadFn) -> list[FilePlan]:
-    """New content for every file that holds or should hold the block."""
+def plan(values: Mapping[str, str], host: Host, read: ReadFn,
+         created: Collection[str] = ()) -> list[FilePlan]:
+    """New content for every file that holds or should hold the block. Files in `created` were
+    made by cachedoctor and are deleted, like its own files, once only the block was in them."""
     plans: list[FilePlan] = []
     targets = {path: (kind, ours) for path, kind, ours in target_files(host)}
-    for path, kind, ours in all_files(host):
+    for path, kind, ours_by_kind in all_files(host):
+        ours = ours_by_kind or str(path) in created
         before = read(path)
         if path not in targets and (before is None or find_block(before) is None):
             continue
