@@ -99,7 +99,7 @@ class _Tally:
 
     def add_stat(self, st: os.stat_result) -> None:
         """Count one entry (the walk's root); the hot loops inline this."""
-        blocks = st.st_blocks if _HAS_BLOCKS else st.st_size
+        blocks: int = getattr(st, "st_blocks", st.st_size)  # no st_blocks on Windows
         if st.st_mode & _IFMT == _IFDIR:
             self.dirs += 1
         else:
@@ -211,10 +211,10 @@ def _worker_count(requested: int | None) -> int:
         return max(1, requested) if _can_fork() else 1
     if not _can_fork():
         return 1
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cpus = os.cpu_count() or 1
+    cpus = os.cpu_count() or 1
+    if sys.platform == "linux":  # _can_fork() is Linux-only anyway
+        with contextlib.suppress(OSError):
+            cpus = len(os.sched_getaffinity(0))
     return max(1, min(cpus, MAX_WORKERS))
 
 
@@ -244,6 +244,8 @@ def _walk(tally: _Tally, queue: deque[str], root_dev: int, one_file_system: bool
           stop: Callable[[], bool] | None) -> None:
     """Walk every folder in `queue` (and below), stat'ing relative to the folder's descriptor.
     Depth-first unless `fifo`; returns early, leaving work queued, when `stop()` says so."""
+    if sys.platform == "win32":  # no dir_fd there (_FD_WALK is False): _walk_by_path is used
+        raise NotImplementedError("the fd-relative walk needs dir_fd support")
     listdir = os.listdir
     lstat = os.lstat
     os_open = os.open
@@ -356,6 +358,8 @@ def _parallel(tally: _Tally, tasks: list[str], nworkers: int, root_dev: int,
               one_file_system: bool, report: _Reporter) -> bool:
     """Walk `tasks` in `nworkers` forked processes and merge their totals into `tally`.
     Returns False (tally untouched) if any worker failed to deliver its result."""
+    if sys.platform == "win32":  # only called when _can_fork(), which is Linux-only
+        raise NotImplementedError("the parallel walk needs fork")
     import marshal
     import select
     import signal

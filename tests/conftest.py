@@ -14,14 +14,39 @@ import pytest
 
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 IS_LINUX = sys.platform.startswith("linux")
+IS_MACOS = sys.platform == "darwin"
+IS_WINDOWS = sys.platform == "win32"
 
 needs_root = pytest.mark.skipif(
     not (IS_ROOT and IS_LINUX), reason="needs root on Linux to mount a tmpfs"
 )
 needs_linux = pytest.mark.skipif(not IS_LINUX, reason="Linux-only facility (du, mounts, crontab)")
 needs_du = pytest.mark.skipif(
-    shutil.which("du") is None or not IS_LINUX, reason="needs GNU du as the oracle"
+    shutil.which("du") is None or not IS_LINUX,
+    reason="needs GNU du as the oracle (BSD du has no -B1, -b or --inodes)",
 )
+# Creating a symlink on Windows needs admin rights or Developer Mode; macOS and Linux just work.
+needs_symlinks = pytest.mark.skipif(
+    IS_WINDOWS, reason="creating symlinks on Windows needs admin rights or Developer Mode"
+)
+# Tests that drive the core with a hand-built Linux (or macOS) Host over real temp folders: on
+# Windows those folders are drive paths (C:\...), which no POSIX Host can resolve.
+needs_posix_paths = pytest.mark.skipif(
+    IS_WINDOWS, reason="uses a POSIX Host over real temp paths; Windows temp paths are drive paths"
+)
+needs_posix_sh = pytest.mark.skipif(
+    IS_WINDOWS or shutil.which("sh") is None, reason="needs a POSIX sh"
+)
+
+
+def user_cache_root(home: Path) -> Path:
+    """Where this OS keeps per-user caches (what profiles write as `${XDG_CACHE_HOME:-~/.cache}`,
+    `~/Library/Caches` and `%LOCALAPPDATA%`), inside the test's isolated home."""
+    if IS_WINDOWS:
+        return home / "AppData" / "Local"
+    if IS_MACOS:
+        return home / "Library" / "Caches"
+    return home / ".cache"
 
 
 @pytest.fixture(autouse=True)
@@ -39,9 +64,20 @@ def isolated_home(
     ):
         monkeypatch.setenv(var, str(home / sub))
     monkeypatch.delenv("CACHEDOCTOR_PROFILES_DIR", raising=False)
-    if sys.platform == "win32":  # pragma: no cover
-        monkeypatch.setenv("LOCALAPPDATA", str(home / "AppData" / "Local"))
-        monkeypatch.setenv("APPDATA", str(home / "AppData" / "Roaming"))
+    if IS_WINDOWS:  # pragma: no cover
+        local, roaming = home / "AppData" / "Local", home / "AppData" / "Roaming"
+        temp = local / "Temp"
+        temp.mkdir(parents=True)
+        monkeypatch.setenv("LOCALAPPDATA", str(local))
+        monkeypatch.setenv("APPDATA", str(roaming))
+        # platformdirs asks the shell API (not the variables above) for these folders; these
+        # overrides make it use the isolated ones, so state/config/history stay per test.
+        monkeypatch.setenv("WIN_PD_OVERRIDE_LOCAL_APPDATA", str(local))
+        monkeypatch.setenv("WIN_PD_OVERRIDE_APPDATA", str(roaming))
+        # %TEMP% is a user cache root on Windows (scan lists what is unclaimed there): keep the
+        # runner's real temp folder, which holds pytest's own folders, out of it.
+        monkeypatch.setenv("TEMP", str(temp))
+        monkeypatch.setenv("TMP", str(temp))
     return home
 
 

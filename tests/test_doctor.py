@@ -17,7 +17,17 @@ from cachedoctor.drives import _partitions, drive_of
 from cachedoctor.host import Host
 from cachedoctor.profiles.loader import parse_profile
 from cachedoctor.profiles.model import Profile
-from tests.conftest import needs_root, run_cli
+from tests.conftest import (
+    IS_MACOS,
+    IS_WINDOWS,
+    needs_posix_paths,
+    needs_root,
+    needs_symlinks,
+    run_cli,
+)
+
+# The key a profile written for a CLI run must use: the subprocess resolves paths for the real OS.
+HERE = "windows" if IS_WINDOWS else "macos" if IS_MACOS else "linux"
 
 
 @pytest.fixture(autouse=True)
@@ -32,7 +42,7 @@ def linux_host() -> Host:
     return Host(os="linux", env=dict(os.environ), home=os.environ["HOME"])
 
 
-def profile_text(path: str, checks: str, *, tool: str = "demo") -> str:
+def profile_text(path: str, checks: str, *, tool: str = "demo", os_key: str = "linux") -> str:
     head = textwrap.dedent(
         f"""\
         id: {tool}
@@ -41,7 +51,7 @@ def profile_text(path: str, checks: str, *, tool: str = "demo") -> str:
         locations:
           - id: cache
             paths:
-              linux: '{path}'
+              {os_key}: '{path}'
             safe_to_delete: true
         checks:
         """
@@ -57,7 +67,7 @@ def write_profile(folder: Path, path: str, checks: str, *, tool: str = "demo") -
     make_profile(path, checks, tool=tool)  # validates before a CLI run sees it
     folder.mkdir(parents=True, exist_ok=True)
     file = folder / f"{tool}.yaml"
-    file.write_text(profile_text(path, checks, tool=tool), encoding="utf-8")
+    file.write_text(profile_text(path, checks, tool=tool, os_key=HERE), encoding="utf-8")
     return file
 
 
@@ -170,6 +180,7 @@ LINK_CHECKS = """\
 """
 
 
+@needs_posix_paths
 def test_broken_relocation_link_is_an_error_and_exits_1(tmp_path: Path) -> None:
     target = tmp_path / "other-drive" / "demo"
     target.mkdir(parents=True)
@@ -195,6 +206,7 @@ def test_broken_relocation_link_is_an_error_and_exits_1(tmp_path: Path) -> None:
     assert report.exit_code == 1
 
 
+@needs_posix_paths
 def test_conditions_on_one_location_must_hold_for_the_same_path(tmp_path: Path) -> None:
     """Two caches match a glob: one is a broken link, the other a plain folder. A check needing
     'exists' and 'broken link' names only the broken one; os_is gates the whole check."""
@@ -248,6 +260,7 @@ def test_free_space_below_on_a_filled_tmpfs(tmpfs: Path) -> None:
     assert "%" in (findings[0].value or "")
 
 
+@needs_posix_paths
 def test_over_quota_with_a_real_tree_user_cap_and_profile_recommendation(tmp_path: Path) -> None:
     from cachedoctor.quota import set_quota
 
@@ -284,6 +297,7 @@ def test_over_quota_with_a_real_tree_user_cap_and_profile_recommendation(tmp_pat
     assert len(findings) == 1 and "cap 195.3 KiB" in findings[0].message
 
 
+@needs_posix_paths
 def test_policy_value_below_reads_linux_managed_policy_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -370,6 +384,7 @@ CLI_CHECKS = """\
 """
 
 
+@needs_symlinks
 def test_cli_json_fields_and_exit_codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache = tmp_path / "my cache"
     cache.mkdir()
@@ -457,6 +472,7 @@ def test_builtin_profiles_run_on_this_machine() -> None:
     json.loads(default.stdout)
 
 
+@needs_posix_paths
 def test_unfinished_journal_operation_is_a_global_error(tmp_path: Path) -> None:
     from cachedoctor.relocate import journal
 
@@ -516,6 +532,7 @@ ENV_CHECKS = """\
 """
 
 
+@needs_posix_paths
 def test_env_not_set_and_not_seen_with_real_managed_variables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -552,11 +569,13 @@ locations:
   - id: cache
     paths:
       linux: '{cache}'
+      macos: '{cache}'
     safe_to_delete: true
 tune:
   - id: large-project
     file:
       linux: '{settings}'
+      macos: '{settings}'
     format: jsonc
     settings:
       - key: grok.code.cacheStrategy
@@ -600,6 +619,7 @@ checks:
 """
 
 
+@needs_posix_paths
 def test_setting_checks_on_real_settings_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("GROKISH_CACHE_TTL", raising=False)
     cache = tmp_path / "cache"
@@ -659,6 +679,7 @@ def test_setting_checks_on_real_settings_files(tmp_path: Path, monkeypatch: pyte
     assert "malformed file" in errors[0].error and str(settings) in errors[0].error
 
 
+@needs_posix_paths
 def test_cli_workspace_option_and_check_errors_exit_1(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -691,6 +712,7 @@ def test_cli_workspace_option_and_check_errors_exit_1(
     assert "Traceback" not in result.stderr
 
 
+@needs_posix_paths
 def test_a_location_gate_with_a_setting_reports_the_settings_file(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     cache.mkdir()

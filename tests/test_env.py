@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from cachedoctor.envvars import (
 )
 from cachedoctor.errors import UserInputError
 from cachedoctor.host import Host
-from tests.conftest import run_cli
+from tests.conftest import needs_posix_paths, needs_posix_sh, run_cli
 
 BASHRC = (
     "# ~/.bashrc: executed by bash(1) for non-login shells.\n"
@@ -38,6 +39,7 @@ def linux_host(home: Path) -> Host:
                 home=str(home))
 
 
+@needs_posix_paths
 def test_set_and_unset_keep_user_content_byte_identical(isolated_home):
     home = isolated_home
     (home / ".bashrc").write_text(BASHRC)
@@ -70,6 +72,7 @@ def test_set_and_unset_keep_user_content_byte_identical(isolated_home):
     assert managed_variables(host) == {}
 
 
+@needs_posix_paths
 def test_a_shell_file_cachedoctor_created_goes_again_with_the_last_variable(isolated_home):
     """No shell file existed: set creates ~/.profile, unset leaves the home as it was."""
     home = isolated_home
@@ -87,6 +90,7 @@ def test_a_shell_file_cachedoctor_created_goes_again_with_the_last_variable(isol
     assert after == [p for p in before if "cachedoctor" not in p.parts]
 
 
+@needs_posix_paths
 def test_a_file_the_user_wrote_in_between_is_kept(isolated_home):
     home = isolated_home
     host = linux_host(home)
@@ -97,6 +101,7 @@ def test_a_file_the_user_wrote_in_between_is_kept(isolated_home):
     assert (home / ".profile").read_text() == "export EDITOR=vim\n"
 
 
+@needs_posix_paths
 def test_history_records_values_and_undo_restores_them(isolated_home):
     host = linux_host(isolated_home)
     set_variables({"ASTRA_CACHE_DIR": "/a"}, host=host)
@@ -110,6 +115,7 @@ def test_history_records_values_and_undo_restores_them(isolated_home):
     assert history.get(second.change_id or 0).undone_by == undone.change_id  # type: ignore[union-attr]
 
 
+@needs_posix_paths
 def test_dry_run_changes_nothing(isolated_home):
     host = linux_host(isolated_home)
     (isolated_home / ".zshrc").write_text("setopt autocd\n")
@@ -119,6 +125,7 @@ def test_dry_run_changes_nothing(isolated_home):
     assert managed_variables(host) == {} and history.changes(kind="env") == []
 
 
+@needs_posix_sh
 @pytest.mark.parametrize("value", ["plain", "with space", "it's", 'dq"x', "$HOME/x", "back\\slash",
                                    "`cmd`", "ünïcode ✓", "a;b&c|d", ""])
 def test_sh_quoting_is_exact_in_a_real_shell(isolated_home, value):
@@ -150,6 +157,7 @@ def test_environment_d_values_read_back_by_systemd(isolated_home):
     assert got == values
 
 
+@needs_posix_paths
 def test_fish_file_when_fish_is_configured(isolated_home):
     (isolated_home / ".config" / "fish").mkdir(parents=True)
     host = linux_host(isolated_home)
@@ -176,6 +184,7 @@ def test_block_splice_is_pure_and_exact():
     assert posix.block_values(posix.splice("", {"Q": "a b"}, "sh")) == {"Q": "a b"}
 
 
+@needs_posix_paths
 def test_macos_targets_and_launchctl_advice(isolated_home):
     host = Host(os="macos", env={"HOME": str(isolated_home)}, home=str(isolated_home))
     result = set_variables({"HF_HOME": "/Volumes/ext/hf"}, host=host)
@@ -185,6 +194,7 @@ def test_macos_targets_and_launchctl_advice(isolated_home):
         ["launchctl", "setenv", "A", "1"], ["launchctl", "unsetenv", "B"]]
 
 
+@needs_posix_paths
 def test_invalid_names_and_values_are_refused(isolated_home):
     host = linux_host(isolated_home)
     for bad in ({"1X": "v"}, {"A-B": "v"}, {"X": "two\nlines"}):
@@ -246,6 +256,8 @@ def test_windows_set_unset_through_the_registry_seam(isolated_home):
 # --- CLI --------------------------------------------------------------------------------------
 
 
+@pytest.mark.skipif(sys.platform == "win32", reason="would write the runner's real HKCU\\Environment "
+                    "(the registry path is tested through the seam above)")
 def test_cli_env_set_list_unset(isolated_home):
     (isolated_home / ".bashrc").write_text(BASHRC)
     refused = run_cli("env", "set", "HF_HOME", "/data/hf")

@@ -19,10 +19,10 @@ from cachedoctor.links import (
     strip_nt_prefix,
     windows_link_plan,
 )
-from tests.conftest import IS_LINUX
+from tests.conftest import IS_WINDOWS, needs_symlinks
 
 
-@pytest.mark.skipif(not IS_LINUX, reason="POSIX symlinks")
+@needs_symlinks
 def test_create_and_remove_symlink_keeps_target(tmp_path: Path) -> None:
     target = tmp_path / "target"
     target.mkdir()
@@ -38,7 +38,7 @@ def test_create_and_remove_symlink_keeps_target(tmp_path: Path) -> None:
     assert (target / "data").read_text() == "keep"
 
 
-@pytest.mark.skipif(not IS_LINUX, reason="POSIX symlinks")
+@pytest.mark.skipif(IS_WINDOWS, reason="POSIX refuses junctions; Windows makes them (tested below)")
 def test_remove_link_refuses_real_folder_and_create_refuses_existing(tmp_path: Path) -> None:
     real = tmp_path / "real"
     real.mkdir()
@@ -52,7 +52,26 @@ def test_remove_link_refuses_real_folder_and_create_refuses_existing(tmp_path: P
         create_link(str(tmp_path / "j"), str(real), "junction")  # junctions are Windows-only
 
 
-@pytest.mark.skipif(not IS_LINUX, reason="POSIX symlinks")
+@pytest.mark.skipif(not IS_WINDOWS, reason="junctions exist only on Windows")
+def test_real_junction_create_and_remove_keeps_target(tmp_path: Path) -> None:  # pragma: no cover
+    """A junction needs no privileges: create one for real, remove it, the target stays."""
+    target = tmp_path / "target"
+    target.mkdir()
+    (target / "data").write_text("keep")
+    link = tmp_path / "link"
+    create_link(str(link), str(target), "junction")
+    assert link_kind(str(link)) == "junction"
+    assert points_to(str(link), str(target))
+    assert os.path.normcase(link_target(str(link)) or "") == os.path.normcase(str(target))
+    assert (link / "data").read_text() == "keep"
+    with pytest.raises(FileExistsError):
+        create_link(str(link), str(target), "junction")
+    remove_link(str(link))
+    assert not os.path.lexists(link)
+    assert (target / "data").read_text() == "keep"
+
+
+@needs_symlinks
 def test_broken_and_relative_links(tmp_path: Path) -> None:
     (tmp_path / "rel").symlink_to("gone")
     assert is_broken(str(tmp_path / "rel"))

@@ -15,7 +15,7 @@ from cachedoctor.profiles.loader import (
     parse_profile,
     user_profiles_dir,
 )
-from tests.conftest import run_cli
+from tests.conftest import IS_WINDOWS, run_cli, user_cache_root
 
 GOOD = """\
 id: demo
@@ -160,11 +160,15 @@ def test_cli_broken_profile_does_not_stop_the_others(tmp_path: Path) -> None:
 def test_cli_show_resolves_paths(tmp_path: Path, isolated_home: Path) -> None:
     folder = tmp_path / "profiles"
     write(folder, "demo.yaml", GOOD)
-    (isolated_home / ".cache" / "demo").mkdir(parents=True)
+    # GOOD's cache: ${XDG_CACHE_HOME:-~/.cache}/demo, ~/Library/Caches/demo, %LOCALAPPDATA%\demo\Cache
+    cache = user_cache_root(isolated_home) / "demo"
+    if IS_WINDOWS:
+        cache = cache / "Cache"
+    cache.mkdir(parents=True)
     result = run_cli("--profiles-dir", str(folder), "profiles", "show", "demo", "--json")
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
-    assert doc["locations"][0]["paths"] == [str(isolated_home / ".cache" / "demo")]
+    assert doc["locations"][0]["paths"] == [str(cache)]
     unknown = run_cli("--profiles-dir", str(folder), "profiles", "show", "nope")
     assert unknown.returncode == 2 and "unknown tool 'nope'" in unknown.stderr
 

@@ -24,7 +24,7 @@ from cachedoctor.quota import (
     usage,
 )
 from cachedoctor.units import parse_size
-from tests.conftest import needs_du, run_cli
+from tests.conftest import IS_WINDOWS, needs_du, run_cli, user_cache_root
 
 PROFILE = """\
 id: demo
@@ -136,8 +136,8 @@ def test_ntfs_command_construction():
 
 
 def test_cli_quota_set_list_off(profiles_dir, isolated_home):
-    (isolated_home / ".cache" / "demo").mkdir(parents=True)
-    (isolated_home / ".cache" / "demo" / "f").write_bytes(b"z" * 10_000)
+    (user_cache_root(isolated_home) / "demo").mkdir(parents=True)
+    (user_cache_root(isolated_home) / "demo" / "f").write_bytes(b"z" * 10_000)
     assert run_cli("quota", "demo", "20GB").returncode == 2  # no terminal, no --yes
     assert quota_table() == {}
     dry = run_cli("quota", "demo", "--location", "cache", "--dry-run")
@@ -156,6 +156,7 @@ def test_cli_quota_set_list_off(profiles_dir, isolated_home):
     assert run_cli("quota", "nosuchtool", "1GB", "--yes").returncode == 2
 
 
+@pytest.mark.skipif(IS_WINDOWS, reason="on Windows --yes would run fsutil on a real drive")
 def test_cli_ntfs_plan_on_linux(profiles_dir):
     plan = run_cli("quota", "demo", "20GB", "--location", "cache", "--ntfs", "--drive", "D:",
                    "--user", "PC\\ana", "--json")

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cachedoctor.quota import set_quota
-from tests.conftest import needs_du, needs_root, run_cli
+from tests.conftest import needs_du, needs_root, needs_symlinks, run_cli, user_cache_root
 
 PROFILE = """\
 id: demo
@@ -76,8 +76,9 @@ def test_scan_path_matches_du_and_has_documented_fields(tmp_path: Path) -> None:
     assert doc["totals"]["bytes"] == entry["bytes"]
 
 
+@needs_symlinks
 def test_scan_profiles_relocated_and_broken_links(profiles_dir: Path, isolated_home: Path, tmp_path: Path) -> None:
-    cache = isolated_home / ".cache" / "demo"
+    cache = user_cache_root(isolated_home) / "demo"
     make_tree(cache, 8)
     elsewhere = tmp_path / "other-drive" / "models"
     make_tree(elsewhere, 12)
@@ -106,13 +107,13 @@ def test_scan_profiles_relocated_and_broken_links(profiles_dir: Path, isolated_h
 
 
 def test_unclaimed_folders_are_listed(profiles_dir: Path, isolated_home: Path) -> None:
-    make_tree(isolated_home / ".cache" / "demo", 4)
-    make_tree(isolated_home / ".cache" / "mystery-app", 30)
+    make_tree(user_cache_root(isolated_home) / "demo", 4)
+    make_tree(user_cache_root(isolated_home) / "mystery-app", 30)
     code, doc = scan_json()
     assert code == 0
     unclaimed = [e["path"] for e in doc["unclaimed"]]
-    assert str(isolated_home / ".cache" / "mystery-app") in unclaimed
-    assert str(isolated_home / ".cache" / "demo") not in unclaimed
+    assert str(user_cache_root(isolated_home) / "mystery-app") in unclaimed
+    assert str(user_cache_root(isolated_home) / "demo") not in unclaimed
     assert all(e["tool"] is None for e in doc["unclaimed"])
     # naming tools limits the scan to them, without the unclaimed list
     _, only = scan_json("demo")
@@ -120,14 +121,14 @@ def test_unclaimed_folders_are_listed(profiles_dir: Path, isolated_home: Path) -
 
 
 def test_quota_is_shown(profiles_dir: Path, isolated_home: Path) -> None:
-    make_tree(isolated_home / ".cache" / "demo", 4)
+    make_tree(user_cache_root(isolated_home) / "demo", 4)
     set_quota("demo", "cache", 20_000_000_000)
     _, doc = scan_json("demo")
     assert doc["entries"][0]["quota_bytes"] == 20_000_000_000
 
 
 def test_human_table_and_errors(profiles_dir: Path, isolated_home: Path, tmp_path: Path) -> None:
-    make_tree(isolated_home / ".cache" / "demo", 4)
+    make_tree(user_cache_root(isolated_home) / "demo", 4)
     table = run_cli("scan", "demo")
     assert table.returncode == 0
     assert "demo" in table.stdout and "total" in table.stdout

@@ -28,13 +28,14 @@ from cachedoctor.schedule import (
     state_of,
     systemd,
 )
-from tests.conftest import run_cli
+from tests.conftest import IS_LINUX, IS_MACOS, needs_linux, needs_posix_paths, run_cli
 
 needs_systemd_analyze = pytest.mark.skipif(
     shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed"
 )
 needs_crontab = pytest.mark.skipif(
-    shutil.which("crontab") is None, reason="crontab is not installed (apt-get install cron)"
+    not IS_LINUX or shutil.which("crontab") is None,
+    reason="needs Linux with crontab installed (apt-get install cron); never touch a dev Mac's",
 )
 
 
@@ -128,6 +129,7 @@ def test_exec_start_quoting() -> None:
     assert systemd.quote_arg('say "hi"\\') == '"say \\"hi\\"\\\\"'
 
 
+@needs_posix_paths
 def test_systemd_install_replaces_and_remove_cleans_up(isolated_home: Path, fake_exe: Path) -> None:
     from cachedoctor import history
 
@@ -155,8 +157,8 @@ def test_systemd_install_replaces_and_remove_cleans_up(isolated_home: Path, fake
 
 @pytest.fixture
 def crontab_backup() -> Iterator[None]:
-    if shutil.which("crontab") is None:
-        pytest.skip("crontab is not installed (apt-get install cron)")
+    if not IS_LINUX or shutil.which("crontab") is None:
+        pytest.skip("needs Linux with crontab installed (apt-get install cron)")
     saved = subprocess.run(["crontab", "-l"], capture_output=True, text=True, check=False)
     try:
         yield
@@ -241,7 +243,7 @@ def test_cli_rejects_bad_input(isolated_home: Path) -> None:
     for args in (
         ["--every", "monthly"],
         ["--at", "25:00"],
-        ["--backend", "launchd"],
+        ["--backend", "schtasks" if IS_MACOS else "launchd"],  # a backend of another OS
         ["--older-than", "forever"],
         ["--kind", "everything"],
     ):
@@ -250,6 +252,7 @@ def test_cli_rejects_bad_input(isolated_home: Path) -> None:
         assert "error:" in proc.stderr
 
 
+@needs_linux
 def test_dry_run_shows_units_and_writes_nothing(isolated_home: Path) -> None:
     proc = run_cli("schedule", "install", "--backend", "systemd", "--dry-run", "--json")
     assert proc.returncode == 0, proc.stderr
@@ -258,6 +261,7 @@ def test_dry_run_shows_units_and_writes_nothing(isolated_home: Path) -> None:
     assert not (isolated_home / ".config" / "systemd").exists()
 
 
+@needs_posix_paths
 def test_launchd_plist_is_valid_and_installed_in_launch_agents(isolated_home: Path) -> None:
     host = host_for(isolated_home, "macos")
     job = Job(("/usr/local/bin/cachedoctor", "clean", "--scheduled"), Schedule("weekly", 6, 45))

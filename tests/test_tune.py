@@ -14,7 +14,10 @@ from cachedoctor.errors import OperationFailed, RefusedError, UserInputError
 from cachedoctor.host import Host
 from cachedoctor.profiles.loader import builtin_profiles_dir, load_profile_file
 from cachedoctor.tune import apply_tune, latest_change, plan_tune, preset_target, undo_change
-from tests.conftest import run_cli
+from tests.conftest import needs_posix_paths, run_cli
+
+# Every test drives a Linux Host (or the CLI) over real files in the isolated home.
+pytestmark = needs_posix_paths
 
 DATA = Path(__file__).parent / "data" / "settings"
 
@@ -29,7 +32,8 @@ locations:
     safe_to_delete: true
 tune:
   - id: default
-    file: {linux: "${XDG_CONFIG_HOME:-~/.config}/Code/User/settings.json"}
+    file: {linux: "${XDG_CONFIG_HOME:-~/.config}/Code/User/settings.json",
+           macos: "${XDG_CONFIG_HOME:-~/.config}/Code/User/settings.json"}
     format: jsonc
     create: true
     settings:

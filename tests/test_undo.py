@@ -12,7 +12,7 @@ from cachedoctor import history, undo
 from cachedoctor.errors import RefusedError, UserInputError
 from cachedoctor.host import Host
 from cachedoctor.quota import quota_table, set_quota
-from tests.conftest import run_cli
+from tests.conftest import IS_MACOS, needs_linux, needs_posix_paths, run_cli
 
 
 def host() -> Host:
@@ -117,6 +117,7 @@ def _tune(tmp_path: Path, file: Path) -> int:
     return result.change_id
 
 
+@needs_posix_paths
 def test_undo_tune_restores_the_file_whole(tmp_path: Path) -> None:
     settings = tmp_path / "settings.json"
     original = '{\n  // mine\n  "editor.fontSize": 14,\n}\n'
@@ -133,6 +134,7 @@ def test_undo_tune_restores_the_file_whole(tmp_path: Path) -> None:
         undo.plan_undo(change, host())
 
 
+@needs_posix_paths
 def test_undo_tune_after_edits_reverts_only_untouched_keys(tmp_path: Path) -> None:
     settings = tmp_path / "settings.json"
     settings.write_text("{}\n", encoding="utf-8")
@@ -154,6 +156,7 @@ def test_undo_tune_after_edits_reverts_only_untouched_keys(tmp_path: Path) -> No
     assert not created.exists()
 
 
+@needs_posix_paths
 def test_undo_tune_refuses_when_the_file_is_gone(tmp_path: Path) -> None:
     settings = tmp_path / "settings.json"
     settings.write_text("{}\n", encoding="utf-8")
@@ -193,6 +196,7 @@ def test_cli_undo_dry_run_yes_and_refusals() -> None:
     assert bad.returncode == 2 and "Traceback" not in bad.stderr
 
 
+@needs_posix_paths
 def test_undo_env_with_the_real_env_module(monkeypatch: pytest.MonkeyPatch) -> None:
     from cachedoctor import envvars
 
@@ -219,9 +223,10 @@ def test_undo_env_with_the_real_env_module(monkeypatch: pytest.MonkeyPatch) -> N
     envvars.set_variables({"DEMO_A": "/three"}, host=host())
     with pytest.raises(RefusedError, match="later change"):
         undo.plan_undo(first, host())
-    from cachedoctor.envvars import _save_store
+    from cachedoctor.envvars import _load_document, _save_store
 
-    _save_store({"DEMO_A": "/edited"})  # a hand edit of the store, unrecorded
+    _, created = _load_document()
+    _save_store({"DEMO_A": "/edited"}, created)  # a hand edit of the store, unrecorded
     third = history.changes(kind="env")[-1].id
     with pytest.raises(RefusedError, match="DEMO_A is now '/edited'"):
         undo.plan_undo(third, host())
@@ -249,6 +254,7 @@ def _move(profile: object, dest: Path) -> int:
     return outcome.history_id
 
 
+@needs_posix_paths
 def test_undo_a_real_move_restores_the_folder(tmp_path: Path) -> None:
     cache = tmp_path / "home" / "cache"
     cache.mkdir(parents=True)
@@ -271,6 +277,7 @@ def test_undo_a_real_move_restores_the_folder(tmp_path: Path) -> None:
         undo.plan_undo(result.record or 0, host())
 
 
+@needs_posix_paths
 def test_undo_a_move_refuses_when_moved_again(tmp_path: Path) -> None:
     from cachedoctor.relocate import engine, journal
 
@@ -298,6 +305,9 @@ def test_undo_a_move_refuses_when_moved_again(tmp_path: Path) -> None:
     assert cache.is_dir() and not cache.is_symlink() and (cache / "f").read_text() == "x"
 
 
+@needs_posix_paths
+@pytest.mark.skipif(IS_MACOS, reason="would load a real launchd job into the "
+                    "runner's session (launchctl bootstrap)")
 def test_undo_schedule_install_and_replace_with_real_launchd_files() -> None:
     """The launchd backend writes a real plist under the (isolated) home on any OS; launchctl
     itself only runs on macOS."""
@@ -331,6 +341,7 @@ def test_undo_schedule_install_and_replace_with_real_launchd_files() -> None:
     assert schedule.state_of("launchd", mac)["installed"] is False
 
 
+@needs_linux  # the tool is recognised by the name it was exec'd as (/proc/<pid>/comm)
 def test_undo_a_move_refuses_while_the_tool_runs(tmp_path: Path) -> None:
     import subprocess
     import sys

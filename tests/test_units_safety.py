@@ -10,6 +10,7 @@ from cachedoctor.errors import RefusedError, UserInputError
 from cachedoctor.host import Host
 from cachedoctor.safety import check_not_protected, is_within, protected_reason
 from cachedoctor.units import format_size, parse_age, parse_size
+from tests.conftest import needs_symlinks
 
 
 @pytest.mark.parametrize(
@@ -87,6 +88,7 @@ def test_windows_ordinary_path() -> None:
     assert protected_reason(r"D:\ai-cache\workbuddy", WIN) is None
 
 
+@needs_symlinks
 def test_link_to_a_protected_root_is_refused(tmp_path) -> None:
     link = tmp_path / "innocent"
     os.symlink("/", link)

@@ -24,8 +24,6 @@ from cachedoctor import walker
 from cachedoctor.walker import WalkResult, measure
 from tests.conftest import IS_LINUX, IS_ROOT, needs_du, run_cli
 
-pytestmark = needs_du
-
 # Walk every tree single-process and with forced parallelism (2 workers even on tiny trees).
 MODES = [1, 2]
 
@@ -105,6 +103,7 @@ def build(root: Path, spec: dict[str, list]) -> None:  # type: ignore[type-arg]
         os.symlink(target, folder / f"l{n}")
 
 
+@needs_du
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spec=tree_specs)
 def test_generated_trees_match_du(spec: dict[str, list]) -> None:  # type: ignore[type-arg]
@@ -150,6 +149,7 @@ def wide_tree(tmp_path: Path) -> Path:
     return root
 
 
+@needs_du
 @pytest.mark.parametrize("workers", [1, 2, 3, None])
 def test_wide_tree_with_cross_worker_hard_links(wide_tree: Path, workers: int | None) -> None:
     result = measure(str(wide_tree), workers=workers)
@@ -162,6 +162,7 @@ def test_wide_tree_with_cross_worker_hard_links(wide_tree: Path, workers: int | 
     assert no_children_left()
 
 
+@needs_du
 def test_parallel_walk_is_used_for_big_trees_and_stays_exact(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     root = tmp_path / "big"
@@ -189,6 +190,7 @@ def test_parallel_walk_is_used_for_big_trees_and_stays_exact(
     assert len(progress) >= 3  # the parent heard from the workers while they walked
 
 
+@needs_du
 def test_more_tasks_than_the_task_pipe_holds(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """12,000 folders handed out one per record = 96 KB, more than a pipe buffer: the parent
@@ -204,6 +206,7 @@ def test_more_tasks_than_the_task_pipe_holds(tmp_path: Path,
     assert no_children_left()
 
 
+@needs_du
 def test_small_trees_stay_in_one_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for n in range(30):
         (tmp_path / f"d{n}").mkdir()
@@ -213,6 +216,7 @@ def test_small_trees_stay_in_one_process(tmp_path: Path, monkeypatch: pytest.Mon
     assert totals(measure(str(tmp_path))) == du(tmp_path)
 
 
+@needs_du
 def test_root_that_is_not_a_folder(tmp_path: Path) -> None:
     (tmp_path / "file").write_bytes(b"a" * 5000)
     os.symlink("file", tmp_path / "link")
@@ -223,6 +227,7 @@ def test_root_that_is_not_a_folder(tmp_path: Path) -> None:
     assert missing.partial and "missing" in missing.errors[0] and missing.inodes == 0
 
 
+@needs_du
 @pytest.mark.parametrize("workers", MODES)
 def test_trailing_slash_and_relative_path(tmp_path: Path, wide_tree: Path, workers: int,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
@@ -231,6 +236,7 @@ def test_trailing_slash_and_relative_path(tmp_path: Path, wide_tree: Path, worke
     assert totals(measure("wide", workers=workers)) == du(wide_tree)
 
 
+@needs_du
 def test_deep_tree(tmp_path: Path) -> None:
     folder = tmp_path / "deep"
     path = folder
@@ -242,6 +248,7 @@ def test_deep_tree(tmp_path: Path) -> None:
         assert totals(measure(str(folder), workers=workers)) == du(folder)
 
 
+@needs_du
 def test_path_based_walk_used_without_dir_fd(wide_tree: Path,
                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """The Windows code path (scandir by path), run on Linux: same totals."""
@@ -283,6 +290,7 @@ def tree_with_mount(tmp_path: Path, tmpfs: Path) -> Iterator[tuple[Path, Path]]:
         subprocess.run(["umount", "-l", str(target)], check=False)
 
 
+@needs_du
 @pytest.mark.parametrize("workers", MODES)
 def test_nested_mount_crossed_like_du_and_skipped_like_du_x(
         tree_with_mount: tuple[Path, Path], workers: int) -> None:
@@ -298,6 +306,7 @@ def test_nested_mount_crossed_like_du_and_skipped_like_du_x(
     assert mount_root.st_dev != os.lstat(root).st_dev
 
 
+@needs_du
 def test_mount_point_as_the_root_with_one_file_system(tree_with_mount: tuple[Path, Path]) -> None:
     _, mount = tree_with_mount
     assert totals(measure(str(mount), one_file_system=True)) == du(mount, "-x")
@@ -330,6 +339,7 @@ def measure_as_nobody(path: Path, workers: int) -> dict[str, object]:
     return json.loads(data)  # type: ignore[no-any-return]
 
 
+@needs_du
 @pytest.mark.skipif(not (IS_ROOT and IS_LINUX) or shutil.which("setpriv") is None,
                     reason="needs root (to drop to the nobody user) and setpriv (to run du so)")
 @pytest.mark.parametrize("workers", MODES)
@@ -371,6 +381,7 @@ def make_vanishing_tree(root: Path) -> None:
 FULL_TREE_ENTRIES = 1 + 4 + 4 * 40 * 2
 
 
+@needs_du
 def test_folders_vanishing_mid_walk(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Folders deleted while queued are skipped without error (they take no space now)."""
     make_vanishing_tree(tmp_path)
@@ -389,6 +400,7 @@ def test_folders_vanishing_mid_walk(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert 1 <= result.inodes < FULL_TREE_ENTRIES
 
 
+@needs_du
 def test_folders_vanishing_before_a_worker_gets_them(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     make_vanishing_tree(tmp_path)
@@ -408,6 +420,7 @@ def test_folders_vanishing_before_a_worker_gets_them(
     assert no_children_left()
 
 
+@needs_du
 def test_files_vanishing_while_a_folder_is_read(tmp_path: Path) -> None:
     """A thread deletes and recreates files while the folder is walked again and again."""
     folder = tmp_path / "churn"
@@ -438,6 +451,7 @@ def test_files_vanishing_while_a_folder_is_read(tmp_path: Path) -> None:
 
 # --- failures and interruption in the parallel walk ------------------------------------------
 
+@needs_du
 def test_a_failing_worker_makes_the_parent_walk_its_share(
         wide_tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     real = walker._worker
@@ -457,6 +471,7 @@ def test_a_failing_worker_makes_the_parent_walk_its_share(
     assert no_children_left()
 
 
+@needs_du
 def test_interrupt_kills_and_reaps_the_workers(wide_tree: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(walker, "PROGRESS_EVERY", 1)
@@ -475,6 +490,7 @@ def test_interrupt_kills_and_reaps_the_workers(wide_tree: Path,
 
 # --- the CLI on top --------------------------------------------------------------------------
 
+@needs_du
 def test_cli_scan_path_json_matches_du(wide_tree: Path) -> None:
     proc = run_cli("scan", "--path", str(wide_tree), "--json")
     assert proc.returncode == 0, proc.stderr
@@ -483,6 +499,7 @@ def test_cli_scan_path_json_matches_du(wide_tree: Path) -> None:
     assert entry["partial"] is False and entry["errors"] == []
 
 
+@needs_du
 @pytest.mark.slow
 def test_generated_big_tree_matches_du(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The benchmark's tree generator at 40,000 files, default (parallel) walk vs du."""

@@ -13,8 +13,24 @@ def main() -> None:
         return
     import os
 
+    _never_crash_on_encoding()
     # typer builds a pydantic adapter per option; the plugin search is start-up time we don't use
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
     from cachedoctor.cli.app import run
 
     sys.exit(run())
+
+
+def _never_crash_on_encoding() -> None:
+    """On a non-UTF-8 stream (Windows pipes use the ANSI code page, e.g. cp1252) a character it
+    cannot encode (the scan bars' block, a path's letter) would raise UnicodeEncodeError
+    mid-output: replace it instead. UTF-8 streams (Linux, macOS) are left exactly as they are."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if not is_utf8(stream) and reconfigure is not None:
+            reconfigure(errors="replace")
+
+
+def is_utf8(stream: object) -> bool:
+    encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+    return encoding in ("utf8", "utf8sig")

@@ -84,7 +84,10 @@ def info(message: str) -> None:
 
 
 def emit_json(document: Any) -> None:
-    json.dump(document, sys.stdout, indent=2, ensure_ascii=False, default=str)
+    # non-ASCII paths stay exact on a stream that is not UTF-8 (a Windows pipe): escaped
+    from cachedoctor.cli import is_utf8
+
+    json.dump(document, sys.stdout, indent=2, ensure_ascii=not is_utf8(sys.stdout), default=str)
     sys.stdout.write("\n")
 
 
