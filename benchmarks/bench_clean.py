@@ -1,11 +1,13 @@
 """`cachedoctor clean` (delete) against `rm -rf` on identical trees, in the same run.
 
-Every round builds two identical trees (FILES small files in folders of 100, a few symlinks),
+Every round builds four identical trees (FILES small files in folders of 100, a few symlinks),
 then times, in alternating order:
 
 * `rm -rf TREE_A` (the standard tool; it also removes the root folder, one rmdir more);
 * the deleter alone: `cachedoctor.safedelete.clean_tree(TREE_B)` in this process
-  (fd-relative, O_NOFOLLOW, inode re-check, flock probe per regular file);
+  (fd-relative, O_NOFOLLOW, inode re-check, /proc/locks pre-filter + flock probe, byte count;
+  forked workers, one per usable CPU);
+* the same with `workers=1` on TREE_D (one process: what the per-entry work costs);
 * the whole CLI: `cachedoctor clean bench --yes` on TREE_C through a temporary profile
   (process start-up, profile loading, lock and history included).
 
@@ -70,13 +72,15 @@ def main() -> int:
     )
     env = {**os.environ, "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
            "XDG_STATE_HOME": str(home / ".state"), "CACHEDOCTOR_PROFILES_DIR": str(profiles)}
-    samples: dict[str, list[float]] = {"rm -rf": [], "clean_tree": [], "cachedoctor clean": []}
+    samples: dict[str, list[float]] = {
+        "rm -rf": [], "clean_tree": [], "clean_tree 1 process": [], "cachedoctor clean": []}
+    expected = args.files + (args.files // PER_DIR + 99) // 100  # files and symlinks
     try:
         for r in range(args.rounds):
-            for name in ("a", "b", "c"):
+            for name in ("a", "b", "c", "d"):
                 build(base / name, args.files)
             subprocess.run(["sync"], check=False)
-            order = ["rm -rf", "clean_tree", "cachedoctor clean"]
+            order = list(samples)
             if r % 2:
                 order.reverse()
             for what in order:
@@ -85,17 +89,20 @@ def main() -> int:
                     subprocess.run(["rm", "-rf", str(base / "a")], check=True)
                 elif what == "clean_tree":
                     result = clean_tree(str(base / "b"))
-                    assert result.files == args.files + (args.files // PER_DIR + 99) // 100
+                    assert result.files == expected and not result.errors
+                elif what == "clean_tree 1 process":
+                    result = clean_tree(str(base / "d"), workers=1)
+                    assert result.files == expected and not result.errors
                 else:
                     proc = subprocess.run([*cli_argv(), "clean", "bench", "--yes"], env=env,
                                           capture_output=True, text=True, check=False)
                     if proc.returncode != 0:
                         raise SystemExit(f"cachedoctor clean failed: {proc.stderr}")
                 samples[what].append(time.perf_counter() - started)
-            leftovers = [p for p in (base / "b").rglob("*")] + [p for p in (base / "c").rglob("*")]
+            leftovers = [p for n in ("b", "c", "d") for p in (base / n).rglob("*")]
             assert not leftovers, leftovers[:3]
-            shutil.rmtree(base / "b")
-            shutil.rmtree(base / "c")
+            for n in ("b", "c", "d"):
+                shutil.rmtree(base / n)
     finally:
         shutil.rmtree(base, ignore_errors=True)
 
@@ -107,15 +114,19 @@ def main() -> int:
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
                     "kernel": platform.release()},
         "median_seconds": med, "samples": samples,
+        "load_average": os.getloadavg(),
         "ratio_clean_tree_vs_rm": med["clean_tree"] / med["rm -rf"],
+        "ratio_clean_tree_1_process_vs_rm": med["clean_tree 1 process"] / med["rm -rf"],
         "ratio_cli_vs_rm": med["cachedoctor clean"] / med["rm -rf"],
     }
     if args.json:
         print(json.dumps(report, indent=2))
     else:
-        print(f"{args.files:,} files, {args.rounds} rounds, filesystem {fs}")
+        print(f"{args.files:,} files, {args.rounds} rounds, filesystem {fs}, "
+              f"load average {report['load_average']}")
         for k, v in med.items():
-            print(f"  {k:<20} {v:8.3f} s  ({v / med['rm -rf']:.2f}x rm -rf)")
+            runs = "/".join(f"{s:.2f}" for s in samples[k])
+            print(f"  {k:<22} {v:8.3f} s  ({v / med['rm -rf']:.2f}x rm -rf)  [{runs}]")
     return 0
 
 

@@ -12,6 +12,17 @@ Every operation below a cache root is relative to an open directory file descrip
 * the root itself is never removed;
 * a regular file that another process holds with ``flock`` is skipped and reported.
 
+How it is fast (Linux): names come from ``os.listdir(fd)`` (no DirEntry objects) and each entry
+costs one ``fstatat`` (needed: the type without trusting d_type, the byte count, the hard-link
+dedup, the inode for the lock pre-filter) and one ``unlinkat``; the cyclic garbage collector is
+paused during the walk; a big tree is split over forked worker processes (one per usable CPU,
+at most `MAX_WORKERS`): the parent handles the top of the tree until it has enough folders,
+then the workers pull those folders from a shared pipe, each acting only through descriptors
+inherited from the parent (the folder's parent fd) and its own O_NOFOLLOW opens below them.
+Counts, skipped entries and hard-linked inodes come back on a pipe per worker and are merged
+(see `DeleteResult.bytes` for hard links, exact across workers too). A worker that dies leaves its folders to the
+parent, which walks them again itself.
+
 The same walk serves planning (``dry_run=True``: nothing is changed, every candidate is
 reported) and deleting. On Windows the walk is path-based behind the same interface
 (`_WindowsOps`): reparse points (junctions, symlinks) are removed as links, never entered, and a
@@ -20,10 +31,14 @@ file in use (PermissionError) is reported as skipped.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fnmatch
+import gc
 import os
 import stat
+import sys
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -43,6 +58,7 @@ _PROBE_FLAGS = (
     | getattr(os, "O_CLOEXEC", 0)
 )
 FILE_ATTRIBUTE_REPARSE_POINT = 0x400
+_IFMT, _IFDIR, _IFREG = 0o170000, 0o040000, 0o100000
 
 
 @dataclass(frozen=True)
@@ -80,7 +96,10 @@ class DeleteResult:
     root: str
     files: int = 0  # non-directory entries removed (or that would be, in a dry run)
     dirs: int = 0  # directories removed
-    bytes: int = 0  # allocated bytes of what was removed; hard links counted once
+    # allocated bytes freed (dry run: that would be): a file counts when its last name goes, so
+    # a hard-linked file counts once when all its names are removed, and not at all when a
+    # name stays (outside the cache, kept or skipped) — removing the others frees nothing
+    bytes: int = 0
     total_bytes: int = 0  # allocated bytes of the whole tree, root folder included (like du)
     kept: int = 0  # entries left alone by `keep`/`only` globs or the selection
     skipped: list[Skipped] = field(default_factory=list)
@@ -129,8 +148,13 @@ Selector = Callable[[FileInfo], bool]
 
 
 _HAS_BLOCKS = hasattr(os.stat_result, "st_blocks")
-WORKERS = 2  # threads for the top-level folders; more gains nothing on a single disk
+WORKERS = 2  # threads for the top-level folders where there is no fork (trash mode, macOS)
+MAX_WORKERS = 4  # forked workers (Linux): one per usable CPU, at most this many
+TASKS_PER_WORKER = 8  # the parent opens folders level by level until it has this many per worker
+MAX_EXPAND_DEPTH = 4  # ...but never deeper than this below the root
+_TASK = 4  # bytes per task record on the shared pipe (a folder index)
 _PROC_LOCKS = "/proc/locks"
+LOCKS_REFRESH = 0.02  # seconds a /proc/locks reading is reused (re-read per folder after that)
 
 
 def _flocked_inodes() -> frozenset[int] | None:
@@ -211,7 +235,7 @@ class _Frame:
         fd: int,
         rel: str,
         name: str,
-        entries: list[os.DirEntry[str]],
+        entries: list[str],
         selected_all: bool,
         owned: bool = True,
     ) -> None:
@@ -226,6 +250,23 @@ class _Frame:
         self.owned = owned  # opened by the walk: closed (and maybe removed) when done
 
 
+class _Task:
+    """A folder left for a worker: its parent frame (open fd), name and lstat at listing time."""
+
+    __slots__ = ("name", "parent", "rel", "st")
+
+    def __init__(self, parent: _Frame, name: str, rel: str, st: os.stat_result) -> None:
+        self.parent = parent
+        self.name = name
+        self.rel = rel
+        self.st = st
+
+
+# What a forked worker sends back: its result, the tasks it finished (index -> folder removed),
+# and the hard-linked files it removed ((dev, ino) -> [bytes, names removed, highest nlink]).
+_WorkerReport = tuple[DeleteResult, dict[int, bool], dict[tuple[int, int], list[int]]]
+
+
 def clean_tree(
     root: str,
     *,
@@ -236,6 +277,7 @@ def clean_tree(
     expect: tuple[int, int] | None = None,
     collect: bool = False,
     check_locks: bool = True,
+    workers: int | None = None,
 ) -> DeleteResult:
     """Delete the entries below `root` (never `root` itself) that the rules and `select` allow.
 
@@ -244,10 +286,30 @@ def clean_tree(
     something was deleted. `expect` is the root's (st_dev, st_ino) seen at planning time: a root
     replaced since then is refused. With `trash`, entries go to the OS trash (send2trash)
     instead. With `collect`, every removed (or, dry run, selected) entry is listed in `removed`.
+    `workers` caps the forked worker processes (default: one per usable CPU; 1: no fork).
     """
     if os.name == "nt":  # pragma: no cover - exercised on Windows only
         return _WindowsOps(root, rules, select, dry_run, trash, collect).run()
-    return _PosixWalk(root, rules, select, dry_run, trash, expect, collect, check_locks).run()
+    walk = _PosixWalk(root, rules, select, dry_run, trash, expect, collect, check_locks)
+    walk.workers = _worker_count(workers, trash or dry_run)
+    return walk.run()
+
+
+def _worker_count(requested: int | None, no_fork: bool) -> int:
+    """Forked workers to use: 0 where fork is not safe or useful (then threads, as before).
+
+    Not for trash mode (send2trash works on paths, in this process), nor for dry runs (listing
+    alone gained nothing from forking on tmpfs, and sending `collect` lists back costs more than
+    it saves), nor outside Linux (fork without exec is unsafe on macOS)."""
+    if no_fork or not sys.platform.startswith("linux") or not hasattr(os, "fork"):
+        return 0
+    if requested is not None:
+        return max(1, requested)
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):  # pragma: no cover - Linux always has it
+        cpus = os.cpu_count() or 1
+    return max(2, min(cpus, MAX_WORKERS))
 
 
 class _PosixWalk:
@@ -271,9 +333,12 @@ class _PosixWalk:
         self.collect = collect
         self.check_locks = check_locks
         self.result = DeleteResult(root=root)
-        self.seen_inodes: set[tuple[int, int]] = set()
+        # hard-linked files removed: (dev, ino) -> [bytes, names removed, highest st_nlink seen]
+        self.links: dict[tuple[int, int], list[int]] = {}
         self.root_dev = 0
         self.locked_inodes: frozenset[int] | None = None
+        self.locks_read = -LOCKS_REFRESH  # monotonic time /proc/locks was last read
+        self.workers = 0  # forked workers allowed (0: threads over the top-level folders)
 
     def run(self) -> DeleteResult:
         try:
@@ -293,11 +358,181 @@ class _PosixWalk:
             return self.result
         self.root_dev = st.st_dev
         self.result.total_bytes += getattr(st, "st_blocks", 0) * 512  # measured like du / scan
+        gc_was_on = gc.isenabled()
+        gc.disable()  # no reference cycles are made here; the collector only costs time
         try:
-            self._walk_root(root_fd)
+            if self.workers:
+                self._walk_forked(root_fd)
+            else:
+                self._walk_root(root_fd)
+            self._count_links()
         finally:
             os.close(root_fd)
+            if gc_was_on:
+                gc.enable()
         return self.result
+
+    def _count_links(self) -> None:
+        """Hard-linked files seen with st_nlink > 1: removing a name with nlink == 1 already
+        counted it; otherwise it is free (and counted once) only if as many of its names were
+        removed as it had (a dry run sees the same nlink for each name, and two workers removing
+        the last two names at once both see 2: both cases end here)."""
+        for size, removed, most in self.links.values():
+            if removed >= most:
+                self.result.bytes += size
+
+    # ------------------------------------------------------------------ forked workers (Linux)
+
+    def _walk_forked(self, root_fd: int) -> None:
+        """Open the top of the tree level by level, then share its folders among workers."""
+        root = _Frame(
+            root_fd, "", "", self._list(root_fd, ""), not self.rules.only, owned=False
+        )
+        level = [root]
+        opened: list[tuple[_Frame, _Frame]] = []  # (parent, child) opened here, in order
+        tasks: list[_Task] = []
+        wanted = TASKS_PER_WORKER * self.workers if self.workers > 1 else 0
+        for depth in range(MAX_EXPAND_DEPTH + 1):
+            tasks = []
+            for frame in level:
+                self._scan(frame, [frame], tasks)
+            if not tasks or len(tasks) >= wanted or depth == MAX_EXPAND_DEPTH:
+                break
+            level = []
+            for task in tasks:  # too few folders to share yet: go one level down
+                child = self._open(task.parent, task.name, task.rel, task.st)
+                if child is None:
+                    task.parent.remaining += 1
+                else:
+                    opened.append((task.parent, child))
+                    level.append(child)
+            tasks = []
+        try:
+            if len(tasks) > 1 and self.workers > 1:
+                self._share(tasks)
+            else:
+                for task in tasks:
+                    self._walk_task(task)
+        finally:
+            for parent, child in reversed(opened):  # post-order: deepest first
+                os.close(child.fd)
+                self._maybe_rmdir(parent, child)
+
+    def _walk_task(self, task: _Task, private: bool = False) -> bool:
+        """Walk one folder; True when it was removed. `private` (a worker): count the parent's
+        outcome on a copy, the parent process applies it."""
+        parent = task.parent
+        if private:
+            parent = _Frame(parent.fd, parent.rel, parent.name, [], parent.selected_all, False)
+        before = parent.deleted
+        child = self._open(parent, task.name, task.rel, task.st)
+        if child is None:
+            parent.remaining += 1
+        else:
+            self._loop([parent, child], base=1)
+        return parent.deleted > before
+
+    def _share(self, tasks: list[_Task]) -> None:
+        """Fork the workers, feed them task numbers, merge what they report."""
+        import pickle  # noqa: F401 - imported before forking, so the workers need no import
+        import signal
+        import warnings
+
+        task_r, task_w = os.pipe()
+        children: list[list[int]] = []  # [pid, result pipe]; 0 / -1 once reaped / closed
+        try:
+            for _ in range(min(self.workers, len(tasks))):
+                res_r, res_w = os.pipe()
+                with warnings.catch_warnings():  # 3.12+ warns about forking with threads alive
+                    warnings.simplefilter("ignore", DeprecationWarning)
+                    pid = os.fork()
+                if pid == 0:  # pragma: no cover - runs in the forked child
+                    code = 1
+                    try:
+                        os.close(task_w)
+                        os.close(res_r)
+                        for _, other in children:
+                            os.close(other)
+                        signal.signal(signal.SIGINT, signal.default_int_handler)
+                        self._worker(task_r, res_w, tasks)
+                        code = 0
+                    finally:
+                        os._exit(code)
+                os.close(res_w)
+                children.append([pid, res_r])
+            os.close(task_r)
+            task_r = -1
+            records = b"".join(i.to_bytes(_TASK, "little") for i in range(len(tasks)))
+            try:
+                for start in range(0, len(records), 4096):  # whole records, atomic writes
+                    os.write(task_w, records[start : start + 4096])
+            except BrokenPipeError:
+                pass  # every worker is gone: their tasks are walked below
+            os.close(task_w)
+            task_w = -1
+            finished: dict[int, bool] = {}
+            for child in children:
+                report = _read_report(child[1])
+                child[1] = -1
+                status = _reap(child[0])
+                child[0] = 0
+                if report is not None and status == 0:
+                    self._merge_worker(report, finished)
+        except BaseException:
+            for pid, res_r in children:  # Ctrl-C or a failure here: stop the workers, then raise
+                if pid:
+                    with contextlib.suppress(OSError):
+                        os.kill(pid, signal.SIGINT)
+                    _reap(pid)
+                if res_r >= 0:
+                    with contextlib.suppress(OSError):
+                        os.close(res_r)
+            raise
+        finally:
+            for fd in (task_r, task_w):
+                if fd >= 0:
+                    os.close(fd)
+        for index, task in enumerate(tasks):
+            removed = finished.get(index)
+            if removed is None:  # its worker died: walk it here (what it removed is gone)
+                try:
+                    os.lstat(task.name, dir_fd=task.parent.fd)
+                except FileNotFoundError:
+                    task.parent.deleted += 1
+                    continue
+                except OSError:
+                    pass
+                self._walk_task(task)
+            elif removed:
+                task.parent.deleted += 1
+            else:
+                task.parent.remaining += 1
+
+    def _worker(self, task_r: int, res_w: int, tasks: list[_Task]) -> None:  # pragma: no cover
+        """A forked worker: take task numbers until the pipe is empty, then report once."""
+        import pickle
+
+        self.result = DeleteResult(root=self.root)
+        self.links = {}  # only what this worker removed: the parent adds it to its own
+        done: dict[int, bool] = {}
+        while True:
+            record = os.read(task_r, _TASK)
+            if len(record) < _TASK:
+                break
+            index = int.from_bytes(record, "little")
+            done[index] = self._walk_task(tasks[index], private=True)
+        payload = pickle.dumps((self.result, done, self.links), protocol=pickle.HIGHEST_PROTOCOL)
+        view = memoryview(payload)
+        while view:
+            view = view[os.write(res_w, view) :]
+        os.close(res_w)
+
+    def _merge_worker(self, report: _WorkerReport, finished: dict[int, bool]) -> None:
+        result, done, links = report
+        self._merge(result, links)
+        finished.update(done)
+
+    # ------------------------------------------------------- threads (no fork) and the walk itself
 
     def _walk_root(self, root_fd: int) -> None:
         """Files of the root here; each top-level folder as its own task (threads when several).
@@ -305,33 +540,21 @@ class _PosixWalk:
         unlink/stat release the GIL, so a second worker overlaps its system calls with the
         first one's Python work; every worker still acts only through fds below `root_fd`.
         """
-        entries = self._list(root_fd, "")
-        dirs: list[tuple[os.DirEntry[str], os.stat_result]] = []
-        others: list[os.DirEntry[str]] = []
-        for entry in entries:
-            try:
-                if entry.is_dir(follow_symlinks=False):
-                    st = entry.stat(follow_symlinks=False)
-                    if stat.S_ISDIR(st.st_mode) and not self.rules.kept(entry.name):
-                        dirs.append((entry, st))
-                        continue
-            except OSError:
-                pass
-            others.append(entry)  # files, links, kept folders: the ordinary loop decides
-        root = _Frame(root_fd, "", "", others, selected_all=not self.rules.only, owned=False)
-        self._loop([root], base=0)
-        workers = min(WORKERS, len(dirs))
+        root = _Frame(root_fd, "", "", self._list(root_fd, ""), not self.rules.only, owned=False)
+        tasks: list[_Task] = []
+        self._scan(root, [root], tasks)
+        workers = min(WORKERS, len(tasks))
         if workers > 1:
             from concurrent.futures import ThreadPoolExecutor
 
             with ThreadPoolExecutor(max_workers=workers) as pool:
-                outcomes = list(pool.map(lambda d: self._subtree(root_fd, *d), dirs))
+                outcomes = list(pool.map(self._subtree, tasks))
         else:
-            outcomes = [self._subtree(root_fd, entry, st) for entry, st in dirs]
-        for result in outcomes:
-            self._merge(result)
+            outcomes = [self._subtree(task) for task in tasks]
+        for result, links in outcomes:
+            self._merge(result, links)
 
-    def _subtree(self, root_fd: int, entry: os.DirEntry[str], st: os.stat_result) -> DeleteResult:
+    def _subtree(self, task: _Task) -> tuple[DeleteResult, dict[tuple[int, int], list[int]]]:
         """Walk one top-level folder with a private result (merged by the caller)."""
         worker = _PosixWalk(
             self.root,
@@ -344,14 +567,17 @@ class _PosixWalk:
             self.check_locks,
         )
         worker.root_dev = self.root_dev
-        worker.seen_inodes = self.seen_inodes  # shared: set.add is atomic under the GIL
-        parent = _Frame(root_fd, "", "", [], selected_all=not self.rules.only, owned=False)
-        frames = [parent]
-        if worker._enter(frames, parent, entry.name, entry.name, st):
-            worker._loop(frames, base=1)
-        return worker.result
+        worker._walk_task(task, private=True)  # the root is never removed: its counts don't matter
+        return worker.result, worker.links
 
-    def _merge(self, other: DeleteResult) -> None:
+    def _merge(self, other: DeleteResult, links: dict[tuple[int, int], list[int]]) -> None:
+        for key, (size, removed, most) in links.items():
+            mine = self.links.get(key)
+            if mine is None:
+                self.links[key] = [size, removed, most]
+            else:
+                mine[1] += removed
+                mine[2] = max(mine[2], most)
         r = self.result
         r.files += other.files
         r.dirs += other.dirs
@@ -362,12 +588,14 @@ class _PosixWalk:
         r.errors.extend(other.errors)
         r.removed.extend(other.removed)
 
-    def _list(self, fd: int, rel: str) -> list[os.DirEntry[str]]:
+    def _list(self, fd: int, rel: str) -> list[str]:
         if self.check_locks:
-            self.locked_inodes = _flocked_inodes()
+            now = time.monotonic()
+            if now - self.locks_read >= LOCKS_REFRESH:
+                self.locked_inodes = _flocked_inodes()
+                self.locks_read = now
         try:
-            with os.scandir(fd) as it:
-                return list(it)
+            return os.listdir(fd)
         except OSError as exc:
             self.result.errors.append(f"{self._path(rel)}: {exc.strerror}")
             return []
@@ -377,104 +605,130 @@ class _PosixWalk:
 
     def _loop(self, frames: list[_Frame], base: int) -> None:
         """Depth-first, post-order, until only `base` frames are left (those are not closed)."""
+        while len(frames) > base:
+            frame = frames[-1]
+            if self._scan(frame, frames, None):
+                continue  # a subfolder was pushed: walk it first
+            frames.pop()
+            if frame.owned:
+                os.close(frame.fd)
+                if frames:
+                    self._maybe_rmdir(frames[-1], frame)
+
+    def _scan(self, frame: _Frame, frames: list[_Frame], defer: list[_Task] | None) -> bool:
+        """The entries of one folder in a tight loop, from where it stopped. A subfolder is
+        opened and pushed (returns True) or, with `defer`, listed there and left alone."""
         result = self.result
         rules = self.rules
         has_keep = bool(rules.keep or rules.exclude)
         detail = self.select is not None or self.collect
         select = self.select
         check_locks = self.check_locks
+        locked = self.locked_inodes
         fast_unlink = not self.dry_run and not self.trash
-        unlink = os.unlink
-        s_isdir, s_isreg = stat.S_ISDIR, stat.S_ISREG
-        while len(frames) > base:
-            frame = frames[-1]
-            entries = frame.entries
-            count = len(entries)
-            fd = frame.fd
-            prefix = f"{frame.rel}/" if frame.rel else ""
-            pushed = False
-            while frame.index < count:  # the files of one folder in a tight loop
-                entry = entries[frame.index]
-                frame.index += 1
-                name = entry.name
+        links = self.links
+        lstat, unlink = os.lstat, os.unlink
+        entries = frame.entries
+        count = len(entries)
+        fd = frame.fd
+        prefix = f"{frame.rel}/" if frame.rel else ""
+        selected_all = frame.selected_all
+        # counters in locals, written back on the way out (also when a subfolder is pushed)
+        i = frame.index
+        files = freed = total = kept = deleted = remaining = 0
+        try:
+            while i < count:
+                name = entries[i]
+                i += 1
                 try:
-                    st = entry.stat(follow_symlinks=False)
+                    st = lstat(name, dir_fd=fd)
                 except OSError as exc:
                     if exc.errno != errno.ENOENT:
                         result.errors.append(f"{self._path(prefix + name)}: {exc.strerror}")
-                        frame.remaining += 1
+                        remaining += 1
                     continue
                 if has_keep and rules.kept(prefix + name):
-                    result.kept += 1
-                    frame.remaining += 1
+                    kept += 1
+                    remaining += 1
                     continue
-                if s_isdir(st.st_mode):
-                    if self._enter(frames, frame, name, prefix + name, st):
-                        pushed = True
-                        break
-                    frame.remaining += 1
+                mode = st.st_mode
+                if mode & _IFMT == _IFDIR:
+                    if defer is not None:
+                        defer.append(_Task(frame, name, prefix + name, st))
+                        continue
+                    child = self._open(frame, name, prefix + name, st)
+                    if child is not None:
+                        frames.append(child)
+                        return True
+                    remaining += 1
                     continue
                 size = st.st_blocks * 512 if _HAS_BLOCKS else st.st_size
-                result.total_bytes += size
-                if not (frame.selected_all or rules.in_only(prefix + name)):
-                    result.kept += 1
-                    frame.remaining += 1
+                total += size
+                if not (selected_all or rules.in_only(prefix + name)):
+                    kept += 1
+                    remaining += 1
                     continue
                 info = _info(prefix + name, st) if detail else None
                 if select is not None and info is not None and not select(info):
-                    result.kept += 1
-                    frame.remaining += 1
+                    kept += 1
+                    remaining += 1
                     continue
                 if (
                     check_locks
-                    and s_isreg(st.st_mode)
-                    and (self.locked_inodes is None or st.st_ino in self.locked_inodes)
+                    and mode & _IFMT == _IFREG
+                    and (locked is None or st.st_ino in locked)
                     and _is_locked_posix(fd, name)
                 ):
                     result.skipped.append(
                         Skipped(prefix + name, "locked", "held with flock by another process")
                     )
-                    frame.remaining += 1
+                    remaining += 1
                     continue
                 if fast_unlink:
                     try:
                         unlink(name, dir_fd=fd)
                     except FileNotFoundError:
-                        frame.remaining += 1
+                        remaining += 1
                         continue
                     except OSError as exc:
                         result.errors.append(f"{self._path(prefix + name)}: {exc.strerror}")
-                        frame.remaining += 1
+                        remaining += 1
                         continue
                 elif not self.dry_run and not self._remove_file(fd, name, prefix + name, st):
-                    frame.remaining += 1
+                    remaining += 1
                     continue
-                frame.deleted += 1
-                result.files += 1
-                if st.st_nlink > 1:
+                deleted += 1
+                files += 1
+                nlink = st.st_nlink
+                if nlink == 1:  # its last name: the space is free now (the usual case)
+                    freed += size
+                else:  # decided when the walk is over (`_count_links`)
                     key = (st.st_dev, st.st_ino)
-                    if key in self.seen_inodes:
-                        size = 0
-                    self.seen_inodes.add(key)
-                result.bytes += size
+                    seen = links.get(key)
+                    if seen is None:
+                        links[key] = [size, 1, nlink]
+                    else:
+                        seen[1] += 1
+                        if nlink > seen[2]:
+                            seen[2] = nlink
                 if info is not None and self.collect:
                     result.removed.append(info)
-            if pushed:
-                continue
-            frames.pop()
-            if frame.owned:
-                os.close(fd)
-                if frames:
-                    self._maybe_rmdir(frames[-1], frame)
+            return False
+        finally:
+            frame.index = i
+            frame.deleted += deleted
+            frame.remaining += remaining
+            result.files += files
+            result.bytes += freed
+            result.total_bytes += total
+            result.kept += kept
 
-    def _enter(
-        self, frames: list[_Frame], parent: _Frame, name: str, rel: str, st: os.stat_result
-    ) -> bool:
-        """Open a subdirectory (no links, same device, same inode as listed) and push it."""
+    def _open(self, parent: _Frame, name: str, rel: str, st: os.stat_result) -> _Frame | None:
+        """Open a subdirectory (no links, same device, same inode as listed) as a frame."""
         result = self.result
         if st.st_dev != self.root_dev:
             result.skipped.append(Skipped(rel, "other filesystem", "a mount point; not entered"))
-            return False
+            return None
         try:
             fd = os.open(name, _DIR_FLAGS, dir_fd=parent.fd)
         except OSError as exc:
@@ -484,16 +738,15 @@ class _PosixWalk:
                 )
             else:
                 result.errors.append(f"{self._path(rel)}: {exc.strerror}")
-            return False
+            return None
         opened = os.fstat(fd)
         if (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino):
             os.close(fd)
             result.skipped.append(Skipped(rel, "changed", "replaced while cleaning; not entered"))
-            return False
+            return None
         result.total_bytes += getattr(st, "st_blocks", 0) * 512
         selected_all = parent.selected_all or (bool(self.rules.only) and self.rules.in_only(rel))
-        frames.append(_Frame(fd, rel, name, self._list(fd, rel), selected_all))
-        return True
+        return _Frame(fd, rel, name, self._list(fd, rel), selected_all)
 
     def _maybe_rmdir(self, parent: _Frame, child: _Frame) -> None:
         """Remove a folder the walk emptied (all of them when no selection is given)."""
@@ -539,6 +792,37 @@ class _PosixWalk:
             return False
         send2trash(path)
         return True
+
+
+def _read_report(fd: int) -> _WorkerReport | None:
+    """Everything a worker wrote on its result pipe, unpickled (None if it sent nothing)."""
+    import pickle
+
+    chunks: list[bytes] = []
+    try:
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    if not chunks:
+        return None
+    try:
+        report: _WorkerReport = pickle.loads(b"".join(chunks))
+    except Exception:  # a worker that died mid-write: its tasks are walked again
+        return None
+    return report
+
+
+def _reap(pid: int) -> int:
+    """Wait for a worker; its exit status (non-zero when it failed or was killed)."""
+    while True:
+        try:
+            _, status = os.waitpid(pid, 0)
+        except ChildProcessError:
+            return -1
+        except InterruptedError:  # pragma: no cover - PEP 475 retries for us
+            continue
+        return os.waitstatus_to_exitcode(status)
 
 
 class _WindowsOps:  # pragma: no cover - exercised on Windows only

@@ -15,7 +15,10 @@ from cachedoctor.clean import Policy, is_old, plan_clean
 from cachedoctor.host import Host
 from cachedoctor.profiles.loader import load_profile_file
 from cachedoctor.safedelete import FileInfo
-from tests.conftest import run_cli
+from tests.conftest import needs_posix_paths, run_cli
+
+# fake tools are /bin/sh scripts, caches hold symlinks, hosts are POSIX
+pytestmark = needs_posix_paths
 
 PROFILE = """\
 id: {id}
@@ -23,17 +26,20 @@ name: {name}
 description: a test tool
 processes:
   linux: [{process}]
+  macos: [{process}]
 locations:
   - id: cache
     kind: cache
     paths:
       linux: '{path}'
+      macos: '{path}'
     safe_to_delete: true
 {clean}
   - id: data
     kind: data
     paths:
       linux: '{data}'
+      macos: '{data}'
     safe_to_delete: false
 """
 
@@ -405,7 +411,7 @@ def test_tool_command_may_clean_a_location_not_safe_for_file_rules(
     profiles.mkdir(parents=True, exist_ok=True)
     (profiles / "fakeconda.yaml").write_text(
         "id: fakeconda\nname: Fakeconda\ndescription: d\nlocations:\n"
-        "  - id: pkgs\n    kind: packages\n    paths: {linux: ~/fakeconda/pkgs}\n"
+        "  - id: pkgs\n    kind: packages\n    paths: {linux: ~/fakeconda/pkgs, macos: ~/fakeconda/pkgs}\n"
         "    safe_to_delete: false\n    clean: {command: [fakeconda, clean, --all, --yes]}\n"
     )
     pkgs = isolated_home / "fakeconda" / "pkgs"

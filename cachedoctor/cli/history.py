@@ -42,8 +42,10 @@ def history(
     from rich.table import Table
 
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("id", "when", "kind", "tool", "what", "undo"):
-        table.add_column(column, overflow="fold")
+    for column in ("id", "when", "kind", "tool"):
+        table.add_column(column, no_wrap=True)
+    table.add_column("what", overflow="fold", ratio=1)
+    table.add_column("undo status", no_wrap=True)
     for change in found:
         state = ""
         if change.undone_by is not None:
