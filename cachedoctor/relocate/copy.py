@@ -7,6 +7,11 @@ symlinks *as symlinks* (relative ones stay relative), hard links within the tree
 supports them. File data goes through the kernel's fast paths (`copy_file_range`, then
 `sendfile`, then a plain read/write loop).
 
+`make_durable` flushes a freshly copied tree to stable storage before anything destructive
+happens to the original: `syncfs(2)` of the copy's filesystem on Linux (that filesystem only,
+not every dirty page of every drive as `sync(2)` would), per-file `FlushFileBuffers` on Windows
+(done by `copy_tree(durable=True)` as each file is written), `sync(2)` elsewhere.
+
 `verify_tree` compares two trees: entry names, types, modes, sizes, mtimes, symlink targets and
 hard-link groups; with `content=True` also every file's BLAKE2b digest.
 
@@ -15,6 +20,7 @@ hard-link groups; with `content=True` also every file's BLAKE2b digest.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hashlib
 import os
@@ -35,6 +41,12 @@ _HAS_XATTR = hasattr(os, "listxattr")
 _FALLBACK_ERRNOS = {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EPERM,
                     getattr(errno, "ENOTSUP", errno.EOPNOTSUPP), errno.EBADF}
 _CHUNK = 1 << 20
+_ADVISE_MIN = 1 << 20  # files this big get read-ahead / cache-dropping advice (one syscall each)
+_FADV_SEQUENTIAL = getattr(os, "POSIX_FADV_SEQUENTIAL", None)
+_FADV_DONTNEED = getattr(os, "POSIX_FADV_DONTNEED", None)
+# Where a filesystem cannot be flushed as a whole, each copied file is flushed before it is
+# closed (Windows: os.fsync is FlushFileBuffers; directories cannot be flushed there).
+_FLUSH_EACH_FILE = _WINDOWS
 
 
 @dataclass
@@ -108,11 +120,22 @@ class CopyResult:
     xattr_failures: int = 0
 
 
-def copy_tree(src: str, dst: str, *, progress: ProgressCallback | None = None) -> CopyResult:
+def copy_tree(src: str, dst: str, *, progress: ProgressCallback | None = None,
+              durable: bool = False, drop_source_cache: bool = False) -> CopyResult:
     """Copy the folder `src` to the new path `dst` (which must not exist).
 
+    With `durable`, files are flushed one by one where `make_durable` cannot flush the whole
+    filesystem afterwards (Windows); call `make_durable(dst)` when this returns either way.
+    With `drop_source_cache` (for a source that is deleted after the copy and not read again),
+    the page cache of each big source file is released as soon as it is copied
+    (POSIX_FADV_DONTNEED; the data on disk is untouched): the move then needs memory for one
+    copy instead of two, and the next file's copy reuses the pages just released instead of
+    claiming fresh memory (which in a VM that hands free memory back to the hypervisor costs
+    more than the copy itself; see benchmarks/results/move.md).
     Raises OSError on the first error (ENOSPC included); the caller removes the partial copy.
     """
+    flush = durable and _FLUSH_EACH_FILE
+    drop = drop_source_cache and _FADV_DONTNEED is not None
     result = CopyResult()
     top = os.lstat(src)
     os.mkdir(dst, 0o700)
@@ -143,7 +166,7 @@ def copy_tree(src: str, dst: str, *, progress: ProgressCallback | None = None) -
                         faults.point("copy-file")
                         continue
                     first_copy[key] = target
-                result.xattr_failures += _copy_file(entry.path, target, st)
+                result.xattr_failures += _copy_file(entry.path, target, st, flush=flush, drop=drop)
                 result.bytes += st.st_size
             elif stat.S_ISFIFO(mode):
                 os.mkfifo(target, 0o600)
@@ -180,13 +203,23 @@ def _copy_symlink(src: str, dst: str, st: os.stat_result, *, junction: bool) -> 
         os.utime(dst, ns=(st.st_atime_ns, st.st_mtime_ns), follow_symlinks=False)
 
 
-def _copy_file(src: str, dst: str, st: os.stat_result) -> int:
+def _copy_file(src: str, dst: str, st: os.stat_result, *, flush: bool = False,
+               drop: bool = False) -> int:
+    big = st.st_size >= _ADVISE_MIN
     fin = os.open(src, os.O_RDONLY | _O_BINARY | _O_NOFOLLOW)
     try:
+        if big and _FADV_SEQUENTIAL is not None:
+            with contextlib.suppress(OSError):  # only a read-ahead hint
+                os.posix_fadvise(fin, 0, 0, _FADV_SEQUENTIAL)
         fout = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_BINARY, 0o600)
         try:
             _copy_data(fin, fout, st.st_size)
+            if big and drop and _FADV_DONTNEED is not None:
+                with contextlib.suppress(OSError):  # only a cache hint; the file is unchanged
+                    os.posix_fadvise(fin, 0, 0, _FADV_DONTNEED)
             failures = _copy_xattrs_fd(fin, fout)
+            if flush:
+                os.fsync(fout)
             if _WINDOWS:  # pragma: no cover
                 os.close(fout)
                 fout = -1
@@ -285,6 +318,45 @@ def _set_meta_path(path: str, st: os.stat_result) -> None:
         os.chown(path, st.st_uid, st.st_gid)
     os.chmod(path, stat.S_IMODE(st.st_mode))
     os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))
+
+
+def make_durable(path: str) -> str:
+    """Flush the tree just written at `path` (data, inodes, folder entries) to stable storage.
+
+    Returns how: "syncfs" (Linux: one flush of the filesystem holding `path`, which also
+    reports write-back errors since Linux 5.8), "per-file" (Windows: `copy_tree(durable=True)`
+    already flushed every file as it was written) or "sync" (elsewhere: `sync(2)`). Raises
+    OSError when the kernel reports the data could not be written.
+    """
+    if _FLUSH_EACH_FILE:
+        return "per-file"
+    if _syncfs(path):
+        return "syncfs"
+    sync = getattr(os, "sync", None)
+    if sync is not None:
+        sync()
+    return "sync"
+
+
+def _syncfs(path: str) -> bool:
+    """syncfs(2) on the filesystem of `path`; False where the call does not exist."""
+    if not hasattr(os, "O_DIRECTORY"):
+        return False
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        syncfs = libc.syncfs
+    except (OSError, AttributeError):
+        return False
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if syncfs(ctypes.c_int(fd)) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, os.strerror(err), path)
+    finally:
+        os.close(fd)
+    return True
 
 
 def verify_tree(src: str, dst: str, *, content: bool = False, mtime_tolerance_ns: int = 0,

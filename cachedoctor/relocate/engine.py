@@ -17,7 +17,13 @@ from cachedoctor.errors import CachedoctorError, OperationFailed, RefusedError
 from cachedoctor.host import Host
 from cachedoctor.links import link_kind, link_target, points_to, remove_link
 from cachedoctor.relocate import faults, journal, methods
-from cachedoctor.relocate.copy import ProgressCallback, copy_tree, remove_tree, verify_tree
+from cachedoctor.relocate.copy import (
+    ProgressCallback,
+    copy_tree,
+    make_durable,
+    remove_tree,
+    verify_tree,
+)
 from cachedoctor.relocate.journal import Operation, Pair
 
 
@@ -49,12 +55,6 @@ class Outcome:
 
 def _pairs_json(op: Operation) -> list[dict[str, Any]]:
     return [{"source": p.source, "dest": p.dest, "same_filesystem": p.same_fs} for p in op.pairs]
-
-
-def _sync() -> None:
-    sync = getattr(os, "sync", None)
-    if sync is not None:
-        sync()
 
 
 def _fsync_parent(path: str) -> None:
@@ -181,8 +181,10 @@ def _copy_pair(op: Operation, pair: Pair, progress: ProgressCallback | None) -> 
     if _empty_real_dir(dst):
         os.rmdir(dst)
     os.makedirs(os.path.dirname(dst), exist_ok=True)
-    result = copy_tree(src, partial, progress=progress)
-    _sync()
+    # --verify size never reads the original again, and it is deleted once the move is done
+    result = copy_tree(src, partial, progress=progress, durable=True,
+                       drop_source_cache=op.verify != "hash")
+    make_durable(partial)  # the copy is on stable storage before the original is touched
     faults.point("verify")
     problems = verify_tree(src, partial, content=op.verify == "hash",
                            mtime_tolerance_ns=_tolerance(partial))
@@ -350,8 +352,9 @@ def _run_restore(op: Operation, host: Host, progress: ProgressCallback | None) -
                                           "(is its drive connected?); nothing was changed")
                 partial = pair.partial(op.id, "restore")
                 remove_tree(partial)
-                result = copy_tree(pair.dest, partial, progress=progress)
-                _sync()
+                result = copy_tree(pair.dest, partial, progress=progress, durable=True,
+                                   drop_source_cache=op.verify != "hash")
+                make_durable(partial)
                 faults.point("verify")
                 problems = verify_tree(pair.dest, partial, content=op.verify == "hash",
                                        mtime_tolerance_ns=_tolerance(partial))
