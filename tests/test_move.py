@@ -95,6 +95,8 @@ def test_move_and_restore_round_trip(where: str, profiles: Path, cache: Path, tm
     inode = os.stat(cache).st_ino
     result = cli("move", "foo", str(dest_root), "--yes")
     assert result.returncode == 0, result.stderr
+    # a RAM disk as the destination works, but the user is told what it means
+    assert ("emptied at every reboot" in result.stderr) == (where == "dev-shm")
     target = dest_root / "foo"
     assert os.path.islink(cache) and os.path.samefile(cache, target)
     assert snapshot(cache) == before  # read through the link

@@ -14,6 +14,7 @@ from cachedoctor.profiles.model import Location, Profile, Relocation
 from cachedoctor.relocate.copy import Survey
 from cachedoctor.relocate.journal import Operation, Pair, new_id
 
+RAM_FS = {"tmpfs", "ramfs"}  # emptied at reboot
 NETWORK_FS = {"nfs", "nfs4", "cifs", "smb", "smbfs", "smb3", "fuse.sshfs", "sshfs", "afpfs",
               "davfs", "fuse.davfs2", "webdav", "fuse.rclone", "ncpfs", "glusterfs", "ceph"}
 MIN_MARGIN = 1024 * 1024
@@ -245,6 +246,9 @@ def _preflight(plan: MovePlan, profile: Profile, host: Host, *, force: bool,
                                "caches need a local drive")
         if "ro" in drive.options:
             raise RefusedError(f"{drive.mount} is mounted read-only")
+        if drive.fstype.lower() in RAM_FS:
+            plan.warnings.append(f"{drive.mount} is a RAM disk ({drive.fstype}): the cache will be "
+                                 "emptied at every reboot; a folder on a real drive keeps it")
         plan.free_bytes = drive.free_bytes
     unreadable: list[str] = []
     for pair in op.pairs:
