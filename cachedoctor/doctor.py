@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from cachedoctor import conditions as c
+from cachedoctor.drives import DriveInfo
 from cachedoctor.errors import CachedoctorError
 from cachedoctor.host import Host
 from cachedoctor.profiles.model import Check, Location, Profile, TunePreset
@@ -172,28 +173,27 @@ def _location_exists(cond: c.LocationExists, ctx: Context) -> list[Hit]:
     return [Hit(p, cond.location, p) for p in ctx.paths(cond.location) if os.path.lexists(p)]
 
 
-def _mount_option(cond: c.MountOption, ctx: Context) -> list[Hit]:
+def _drive_hits(location: str, ctx: Context, value_if_bad: Callable[[DriveInfo], str | None]) -> list[Hit]:
+    """One hit per path of `location` whose drive `value_if_bad` finds wrong (it returns the
+    value to report, or None)."""
     from cachedoctor.drives import drive_of
 
     hits = []
-    for path in ctx.paths(cond.location):
+    for path in ctx.paths(location):
         where = _effective(path)
         drive = drive_of(where) if where else None
-        if drive is not None and cond.option in drive.options:
-            hits.append(Hit(path, cond.location, cond.option, {"mount": drive.mount}))
+        value = value_if_bad(drive) if drive is not None else None
+        if drive is not None and value is not None:
+            hits.append(Hit(path, location, value, {"mount": drive.mount}))
     return hits
+
+
+def _mount_option(cond: c.MountOption, ctx: Context) -> list[Hit]:
+    return _drive_hits(cond.location, ctx, lambda d: cond.option if cond.option in d.options else None)
 
 
 def _filesystem_type(cond: c.FilesystemType, ctx: Context) -> list[Hit]:
-    from cachedoctor.drives import drive_of
-
-    hits = []
-    for path in ctx.paths(cond.location):
-        where = _effective(path)
-        drive = drive_of(where) if where else None
-        if drive is not None and drive.fstype in cond.types:
-            hits.append(Hit(path, cond.location, drive.fstype, {"mount": drive.mount}))
-    return hits
+    return _drive_hits(cond.location, ctx, lambda d: d.fstype if d.fstype in cond.types else None)
 
 
 def _link_kind(cond: c.LinkKind, ctx: Context) -> list[Hit]:
@@ -219,24 +219,21 @@ def _link_target_missing(cond: c.LinkTargetMissing, ctx: Context) -> list[Hit]:
 
 
 def _free_space_below(cond: c.FreeSpaceBelow, ctx: Context) -> list[Hit]:
-    from cachedoctor.drives import drive_of
     from cachedoctor.units import format_size, parse_size
 
     limit = parse_size(cond.size) if cond.size else None
-    hits = []
-    for path in ctx.paths(cond.location):
-        where = _effective(path)
-        drive = drive_of(where) if where else None
-        if drive is None or drive.total_bytes <= 0:
-            continue
+
+    def low(drive: DriveInfo) -> str | None:
+        if drive.total_bytes <= 0:
+            return None
         percent_free = 100.0 * drive.free_bytes / drive.total_bytes
-        low = (limit is not None and drive.free_bytes < limit) or (
+        if (limit is not None and drive.free_bytes < limit) or (
             cond.percent is not None and percent_free < cond.percent
-        )
-        if low:
-            value = f"{format_size(drive.free_bytes)} free ({percent_free:.1f}%)"
-            hits.append(Hit(path, cond.location, value, {"mount": drive.mount}))
-    return hits
+        ):
+            return f"{format_size(drive.free_bytes)} free ({percent_free:.1f}%)"
+        return None
+
+    return _drive_hits(cond.location, ctx, low)
 
 
 def _over_quota(cond: c.OverQuota, ctx: Context) -> list[Hit]:
