@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from cachedoctor.scan import ProgressCallback
+
+SHOW_AFTER = 0.5  # seconds: a quick scan should not flash a progress line
 
 
 @contextmanager
@@ -14,18 +17,23 @@ def scan_progress() -> Iterator[ProgressCallback]:
 
     from cachedoctor.units import format_size
 
-    with Progress(
-        SpinnerColumn(),
-        TextColumn("{task.description}"),
-        TimeElapsedColumn(),
-        transient=True,
-        refresh_per_second=8,
-    ) as progress:
-        task = progress.add_task("scanning", total=None)
+    progress = Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+        transient=True, refresh_per_second=8,
+    )
+    task = progress.add_task("scanning", total=None)
+    started_at = time.monotonic()
+    shown = False
 
-        def update(path: str, entries: int, nbytes: int) -> None:
-            progress.update(
-                task, description=f"scanning {path}  {entries:,} entries, {format_size(nbytes)}"
-            )
+    def update(path: str, entries: int, nbytes: int) -> None:
+        nonlocal shown
+        if not shown and time.monotonic() - started_at >= SHOW_AFTER:
+            progress.start()
+            shown = True
+        progress.update(task, description=f"scanning {path}  {entries:,} entries, {format_size(nbytes)}")
 
+    try:
         yield update
+    finally:
+        if shown:
+            progress.stop()
