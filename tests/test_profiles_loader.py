@@ -144,6 +144,14 @@ def test_cli_validate_exit_codes(tmp_path: Path) -> None:
     assert failed.returncode == 2
     assert "bad.yaml:30: checks[0].severity" in failed.stderr
     assert "Traceback" not in failed.stderr
+    as_json = run_cli("profiles", "validate", str(good), str(bad), "--json")
+    assert as_json.returncode == 2
+    files = json.loads(as_json.stdout)["files"]
+    assert [f["valid"] for f in files] == [True, False]
+    assert files[1]["errors"][0] == {
+        "file": str(bad), "line": 30, "field": "checks[0].severity",
+        "message": "Input should be 'error', 'warning' or 'hint' (got 'fatal')",
+    }
 
 
 def test_cli_broken_profile_does_not_stop_the_others(tmp_path: Path) -> None:

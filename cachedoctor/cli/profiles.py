@@ -115,21 +115,30 @@ def show(
 @profiles_app.command("validate")
 def validate(
     files: Annotated[list[str], typer.Argument(help="Profile YAML files to check.")],
+    json_out: JsonOption = False,
 ) -> None:
     """Check profile files; exit 2 if any is invalid."""
+    from dataclasses import asdict
+
     from cachedoctor.profiles.loader import ProfileFileError, load_profile_file
 
-    bad = 0
+    results: list[dict[str, Any]] = []
     for file in files:
         try:
             profile = load_profile_file(file)
         except ProfileFileError as exc:
-            bad += 1
-            for error in exc.errors:
-                typer.echo(f"error: {error}", err=True)
+            results.append({"file": file, "valid": False, "id": None,
+                            "errors": [asdict(e) for e in exc.errors]})
+            if not json_out:
+                for error in exc.errors:
+                    typer.echo(f"error: {error}", err=True)
             continue
-        info(f"ok: {file} ({profile.id})")
-    if bad:
+        results.append({"file": file, "valid": True, "id": profile.id, "errors": []})
+        if not json_out:
+            info(f"ok: {file} ({profile.id})")
+    if json_out:
+        emit_json({"files": results})
+    if not all(r["valid"] for r in results):
         raise typer.Exit(EXIT_BAD_INPUT)
 
 
