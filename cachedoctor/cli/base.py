@@ -61,9 +61,12 @@ def profile_set() -> ProfileSet:
 
 
 def stdout_console() -> Console:
+    """Rich output for stdout. Piped output is not cut to 80 columns: a table keeps its natural
+    width so `cachedoctor scan | less` or a log shows whole paths."""
     from rich.console import Console
 
-    return Console(highlight=False, soft_wrap=False)
+    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 4096
+    return Console(highlight=False, soft_wrap=False, width=width)
 
 
 def stderr_console() -> Console:

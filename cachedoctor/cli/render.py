@@ -9,6 +9,11 @@ from cachedoctor.units import format_size
 BAR_WIDTH = 20
 
 
+def bar_width_for(console_width: int) -> int:
+    """Bars give way to paths on a narrow terminal."""
+    return BAR_WIDTH if console_width >= 140 else 10 if console_width >= 100 else 4
+
+
 def bar(value: int, largest: int, width: int = BAR_WIDTH) -> str:
     if largest <= 0:
         return ""

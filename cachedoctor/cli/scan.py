@@ -87,7 +87,7 @@ def _progress(enabled: bool) -> AbstractContextManager[ProgressCallback | None]:
 def _render(report: ScanReport, *, by_tool: bool) -> None:
     from rich.table import Table
 
-    from cachedoctor.cli.render import bar, size, when
+    from cachedoctor.cli.render import bar, bar_width_for, size, when
     from cachedoctor.units import format_size
 
     console = stdout_console()
@@ -104,7 +104,8 @@ def _render(report: ScanReport, *, by_tool: bool) -> None:
     table.add_column("files", justify="right", no_wrap=True)
     table.add_column("newest", justify="right", no_wrap=True)
     table.add_column("drive", no_wrap=True)
-    table.add_column("path", overflow="fold", ratio=1)
+    table.add_column("path", overflow="fold", ratio=1, min_width=24)
+    bar_width = bar_width_for(console.width)
 
     def row(entry: ScanEntry, tool: str, location: str) -> None:
         where = entry.path
@@ -116,7 +117,7 @@ def _render(report: ScanReport, *, by_tool: bool) -> None:
             size_text += f" / quota {size(entry.quota_bytes)}"
         cells = [
             size_text,
-            bar(entry.walk.allocated_bytes, largest),
+            bar(entry.walk.allocated_bytes, largest, bar_width),
             f"{entry.walk.files:,}",
             when(entry.walk.newest_mtime),
             entry.drive.mount if entry.drive else "-",
