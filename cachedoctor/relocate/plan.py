@@ -163,6 +163,7 @@ def plan_move(profile: Profile, location: Location, host: Host, dest: str, *,
     if verify not in ("size", "hash"):
         raise UserInputError(f"--verify must be size or hash, not {verify!r}")
     dest_root = os.path.abspath(to_host_path(dest, host))
+    _check_encodable(dest_root, "DEST")
     pending = journal.find(profile.id, location.id)
     if pending is not None:
         if pending.kind == "restore":
@@ -200,11 +201,22 @@ def plan_move(profile: Profile, location: Location, host: Host, dest: str, *,
                 return plan
             raise RefusedError(f"{source} is already a link to {where}",
                                hint="restore it first if you want it somewhere else")
+        _check_encodable(source, "the cache folder")
         op.pairs.append(Pair(source, target, same_fs=False))
     plan = MovePlan(op)
     _preflight(plan, profile, host, force=force, check_not_protected=check_not_protected,
                is_within=is_within)
     return plan
+
+
+def _check_encodable(path: str, what: str) -> None:
+    """The journal stores paths as UTF-8 JSON: a name that is not valid UTF-8 (a byte-string
+    name from another locale) cannot be journaled, so it is refused before anything starts."""
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise UserInputError(f"{what} {path!r} is not a valid UTF-8 name; cachedoctor cannot "
+                             "journal the move safely", hint="choose a folder with a UTF-8 name") from None
 
 
 def _preflight(plan: MovePlan, profile: Profile, host: Host, *, force: bool,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from cachedoctor.errors import OperationFailed
+from cachedoctor.errors import OperationFailed, RefusedError
 from cachedoctor.host import Host
 from cachedoctor.links import link_kind, link_target
 from cachedoctor.profiles.model import Profile
@@ -57,6 +57,7 @@ def _preflight(plan: RestorePlan, profile: Profile, host: Host, *, force: bool) 
     from cachedoctor.drives import drive_of
     from cachedoctor.processes import check_not_running
     from cachedoctor.relocate.copy import survey
+    from cachedoctor.relocate.plan import _check_encodable
     from cachedoctor.safety import check_not_protected
     from cachedoctor.units import format_size
 
@@ -68,6 +69,9 @@ def _preflight(plan: RestorePlan, profile: Profile, host: Host, *, force: bool) 
     for pair in op.pairs:
         check_not_protected(pair.source, host, role="cache to restore")
         check_not_protected(pair.dest, host, role="relocated cache")
+        _check_not_nested(pair)
+        _check_encodable(pair.source, "the cache folder")
+        _check_encodable(pair.dest, "the relocated cache")
     copying_back = plan.status in ("restore", "resume") and not (
         op.kind == "restore" and op.at_least("copied"))
     if copying_back:
@@ -89,3 +93,19 @@ def _preflight(plan: RestorePlan, profile: Profile, host: Host, *, force: bool) 
     warning = check_not_running(profile, host, force=force)
     if warning:
         plan.warnings.append(warning)
+
+
+def _check_not_nested(pair: Pair) -> None:
+    """Refuse a link whose target holds the link itself (or lies inside the folder the data goes
+    back to): copying it back would copy into itself, renaming it is impossible, and removing the
+    target afterwards would delete the restored copy with it."""
+    from cachedoctor.safety import is_within
+
+    # the link's own folder resolved, the link itself not followed
+    source = os.path.join(os.path.realpath(os.path.dirname(pair.source)),
+                          os.path.basename(pair.source))
+    dest = os.path.realpath(pair.dest)
+    if is_within(source, dest) or is_within(dest, source):
+        raise RefusedError(f"{pair.source} and {pair.dest} contain one another; "
+                           "restoring would copy the folder into itself; nothing was changed",
+                           hint=f"move the data out by hand and remove the link {pair.source}")
