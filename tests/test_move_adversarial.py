@@ -433,3 +433,24 @@ def test_undo_of_a_move_after_a_second_move_is_refused(profiles: Path, cache: Pa
     second = max(c.id for c in history.changes(tool="foo") if c.kind == "move")
     assert cli("undo", str(second), "--yes").returncode == 0
     assert not os.path.islink(cache) and snapshot(cache) == before
+
+
+def test_a_resumed_move_does_not_trust_foreign_data_at_the_destination(
+        profiles: Path, cache: Path, shm: Path) -> None:
+    """Killed after the copy was renamed into place; before the re-run, something else replaces
+    DEST/foo. The re-run must not delete the original in favour of it."""
+    before = snapshot(cache)
+    killed = cli("move", "foo", str(shm), "--yes", env={"CACHEDOCTOR_FAULT_AT": "rename-dest"})
+    assert killed.returncode == -9 and pending()
+    dest = shm / "foo"
+    for partial in shm.glob("foo.cachedoctor-partial-*"):
+        subprocess.run(["rm", "-rf", str(partial)], check=True)
+    if dest.exists():
+        subprocess.run(["rm", "-rf", str(dest)], check=True)
+    dest.mkdir()
+    (dest / "someone-elses.txt").write_text("not the cache")
+    rerun = cli("move", "foo", str(shm), "--yes")
+    assert rerun.returncode == 1, rerun.stderr
+    assert "is not a copy of" in rerun.stderr
+    assert not os.path.islink(cache) and snapshot(cache) == before
+    assert (dest / "someone-elses.txt").read_text() == "not the cache"

@@ -176,7 +176,17 @@ def _copy_pair(op: Operation, pair: Pair, progress: ProgressCallback | None) -> 
             raise OperationFailed(f"neither {src} nor {dst} holds the cache as expected")
     partial = pair.partial(op.id, "move")
     if os.path.lexists(dst) and not os.path.lexists(partial) and not _empty_real_dir(dst):
-        return 0, 0  # verified and renamed into place before the interruption
+        # renamed into place before the interruption -- or put there by something else since:
+        # the original is deleted later, so what is there must match it before it is trusted
+        problems = verify_tree(src, dst, content=op.verify == "hash",
+                               mtime_tolerance_ns=_tolerance(dst))
+        if problems:
+            raise OperationFailed(
+                f"{dst} already exists but is not a copy of {src} ({problems[0]}); "
+                "the cache was left where it is",
+                hint=f"move {dst} out of the way, then run the same command again",
+            )
+        return 0, 0
     remove_tree(partial)
     if _empty_real_dir(dst):
         os.rmdir(dst)
@@ -285,7 +295,11 @@ def _rollback_pairs(op: Operation, host: Host) -> list[str]:
                 raise OperationFailed(f"cannot roll back: {src} is missing")
             remove_tree(pair.partial(op.id, "move"))
             if os.path.lexists(dst) and link_kind(dst) is None:
-                remove_tree(dst)
+                # only our own copy goes: something else put there after an interruption stays
+                if verify_tree(src, dst, content=False, mtime_tolerance_ns=_tolerance(dst)):
+                    messages.append(f"left {dst} in place: it is not a copy of {src}")
+                else:
+                    remove_tree(dst)
         _remove_empty_parents(dst, op.dest_root)
     return messages
 
