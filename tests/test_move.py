@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -207,16 +208,34 @@ def test_running_tool_is_refused_unless_forced(tmp_path: Path, monkeypatch: pyte
 
 
 @pytest.mark.skipif(not IS_ROOT, reason="needs root to mount a tmpfs")
-def test_enospc_for_real_leaves_the_source(profiles: Path, cache: Path, tmpfs: Path) -> None:
-    with open(cache / "sparse.img", "wb") as fh:  # 32 MiB apparent, ~0 allocated: passes preflight
-        fh.truncate(32 * 1024 * 1024)
+def test_enospc_for_real_leaves_the_source(profiles: Path, cache: Path, tmpfs: Path,
+                                          monkeypatch: pytest.MonkeyPatch,
+                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """Another program fills the 8 MiB drive after the preflight passed: a real ENOSPC mid-copy."""
+    from cachedoctor.cli.app import run
+    from cachedoctor.relocate import faults
+
+    (cache / "big.bin").write_bytes(os.urandom(3 << 20))
     before = snapshot(cache)
-    result = cli("move", "foo", str(tmpfs), "--yes")
-    assert result.returncode == 1, result.stderr
-    assert "ran out of space" in result.stderr and "needs up to 32.1 MiB" in result.stderr
-    assert "free" in result.stderr and "untouched" in result.stderr
+    real_point = faults.point
+
+    def fill_the_drive(name: str) -> None:
+        if name == "copy-file" and not (tmpfs / "filler").exists():
+            with open(tmpfs / "filler", "wb") as fh, pytest.raises(OSError) as exc:
+                while True:
+                    fh.write(b"\0" * (1 << 20))
+                    fh.flush()
+            assert exc.value.errno == errno.ENOSPC
+        real_point(name)
+
+    monkeypatch.setattr(faults, "point", fill_the_drive)
+    code = run(["move", "foo", str(tmpfs), "--yes"])
+    err = capsys.readouterr().err
+    assert code == 1, err
+    assert "ran out of space" in err and "needs up to" in err
+    assert "free" in err and "untouched" in err
     assert snapshot(cache) == before and not os.path.islink(cache)
-    assert os.listdir(tmpfs) == []  # the partial copy is gone
+    assert os.listdir(tmpfs) == ["filler"]  # the partial copy is gone
     assert leftovers(tmpfs, cache.parent) == [] and pending() == []
 
 

@@ -234,11 +234,9 @@ def test_file_created_during_the_copy_is_caught_by_verify(
 
 
 @pytest.mark.skipif(not IS_ROOT, reason="mounts a tmpfs")
-@pytest.mark.xfail(strict=True, reason="holes are filled while copy.KEEP_HOLES is off: "
-                   "two existing ENOSPC tests rely on it (see the report)")
 def test_sparse_file_stays_sparse_and_fits_a_small_drive(profiles: Path, cache: Path,
                                                          tmpfs: Path) -> None:
-    """broke (open): the copy fills the holes, so a 64 MiB sparse file with 1 MiB of data does
+    """broke (fixed): the copy filled the holes, so a 64 MiB sparse file with 1 MiB of data did
     not fit the 8 MiB drive the free-space check approved (ENOSPC; rolled back, nothing lost)."""
     sparse = cache / "disk.img"
     with open(sparse, "wb") as fh:
@@ -258,13 +256,9 @@ def test_sparse_file_stays_sparse_and_fits_a_small_drive(profiles: Path, cache: 
     assert snapshot(cache) == before and sparse.stat().st_blocks * 512 < (4 << 20)
 
 
-def test_copy_tree_keeps_holes_and_data(tmp_path: Path, shm: Path,
-                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """The hole-keeping copy (behind copy.KEEP_HOLES) keeps every byte and every hole."""
-    from cachedoctor.relocate import copy
+def test_copy_tree_keeps_holes_and_data(tmp_path: Path, shm: Path) -> None:
+    """The hole-keeping copy keeps every byte and every hole."""
     from cachedoctor.relocate.copy import copy_tree, verify_tree
-
-    monkeypatch.setattr(copy, "KEEP_HOLES", True)
 
     src = tmp_path / "src"
     src.mkdir()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import stat
@@ -170,12 +171,24 @@ def test_remove_tree_never_follows_links(tmp_path: Path) -> None:
     remove_tree(str(tmp_path / "missing"))  # idempotent
 
 
-def test_copy_enospc_raises(tmpfs: Path, tmp_path: Path) -> None:
+def test_copy_enospc_raises(tmpfs: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The drive fills up (another program) while the copy runs: the real ENOSPC comes out."""
+    from cachedoctor.relocate import faults
+
     src = tmp_path / "src"
     src.mkdir()
-    with open(src / "sparse", "wb") as fh:
-        fh.truncate(32 * 1024 * 1024)  # 32 MiB apparent, nothing allocated
-    assert survey(str(src)).allocated_bytes < 1024 * 1024
+    for i in range(4):
+        (src / f"f{i}").write_bytes(os.urandom(1 << 20))
+    real_point = faults.point
+
+    def fill_the_drive(name: str) -> None:
+        if name == "copy-file" and not (tmpfs / "filler").exists():
+            (tmpfs / "filler").write_bytes(b"\0" * (7 << 20))
+        real_point(name)
+
+    monkeypatch.setattr(faults, "point", fill_the_drive)
     with pytest.raises(OSError) as info:
         copy_tree(str(src), str(tmpfs / "copy"))
-    assert info.value.errno == 28  # ENOSPC
+    assert info.value.errno == errno.ENOSPC
+
+

@@ -242,19 +242,11 @@ _use_copy_file_range = hasattr(os, "copy_file_range")
 _use_sendfile = hasattr(os, "sendfile") and not _WINDOWS
 
 
-# Keeping holes makes a sparse file take as much room in the copy as in the original, which is
-# what the free-space check counts (allocated bytes). Off until tests/test_move.py's
-# test_enospc_for_real_leaves_the_source and tests/test_relocate_copy.py's
-# test_copy_enospc_raises stop relying on a hole-only file being written out in full to provoke
-# ENOSPC (see tests/test_move_adversarial.py: the sparse tests).
-KEEP_HOLES = False
-
-
 def _is_sparse(st: os.stat_result) -> bool:
-    """A file with fewer allocated blocks than its size: it has holes worth keeping."""
+    """A file with fewer allocated blocks than its size: its holes are kept in the copy, so it
+    takes as much room there as the free-space check counted (allocated bytes)."""
     blocks = getattr(st, "st_blocks", None)
-    return (KEEP_HOLES and blocks is not None and _SEEK_DATA is not None
-            and blocks * 512 < st.st_size)
+    return blocks is not None and _SEEK_DATA is not None and blocks * 512 < st.st_size
 
 
 _SEEK_DATA = getattr(os, "SEEK_DATA", None)
