@@ -519,3 +519,21 @@ def test_destination_next_to_the_cache_that_does_not_exist_yet(tmp_path: Path, i
     assert result.returncode == 0, result.stderr
     assert cache.is_symlink()
     assert snapshot(dest / "foo") == before
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="mounts a tmpfs with few inodes")
+def test_too_few_inodes_is_caught_in_preflight(profiles: Path, cache: Path, tmp_path: Path) -> None:
+    drive = tmp_path / "few-inodes"
+    drive.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64m,nr_inodes=40", "tmpfs", str(drive)],
+                   check=True)
+    try:
+        for i in range(60):
+            (cache / f"small{i}").write_text("x")
+        before = snapshot(cache)
+        result = cli("move", "foo", str(drive), "--yes")
+        assert result.returncode == 1 and "not enough free inodes" in result.stderr
+        assert snapshot(cache) == before and not os.path.islink(cache)
+        assert os.listdir(drive) == [] and pending() == []
+    finally:
+        subprocess.run(["umount", "-l", str(drive)], check=False)

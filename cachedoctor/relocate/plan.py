@@ -263,6 +263,7 @@ def _preflight(plan: MovePlan, profile: Profile, host: Host, *, force: bool,
                                  "emptied at every reboot; a folder on a real drive keeps it")
         plan.free_bytes = drive.free_bytes
     unreadable: list[str] = []
+    needed_inodes = 0
     for pair in op.pairs:
         result = survey(pair.source)
         plan.surveys[pair.source] = result
@@ -271,6 +272,7 @@ def _preflight(plan: MovePlan, profile: Profile, host: Host, *, force: bool,
             plan.warnings.append(f"{len(result.skipped)} socket(s) under {pair.source} are not copied")
         if not pair.same_fs:
             plan.needed_bytes += result.allocated_bytes
+            needed_inodes += result.files + result.dirs
     if unreadable:
         shown = "\n  ".join(unreadable[:10])
         more = f"\n  ... and {len(unreadable) - 10} more" if len(unreadable) > 10 else ""
@@ -283,9 +285,25 @@ def _preflight(plan: MovePlan, profile: Profile, host: Host, *, force: bool,
                 f"not enough free space on {drive.mount if drive else op.dest_root}: the cache needs "
                 f"{format_size(plan.needed_bytes)} plus a margin of {format_size(want - plan.needed_bytes)}, "
                 f"but only {format_size(plan.free_bytes)} is free; nothing was changed")
+    free_inodes = _free_inodes(existing)
+    if needed_inodes and free_inodes is not None and free_inodes < needed_inodes + needed_inodes // 50 + 16:
+        raise OperationFailed(
+            f"not enough free inodes on {drive.mount if drive else op.dest_root}: the cache has "
+            f"{needed_inodes:,} files and folders, but only {free_inodes:,} more fit there; "
+            "nothing was changed")
     warning = check_not_running(profile, host, force=force)
     if warning:
         plan.warnings.append(warning)
+
+
+def _free_inodes(path: str) -> int | None:
+    """Files and folders that can still be created there; None where the filesystem has no fixed
+    number (btrfs, most network and Windows filesystems report 0)."""
+    try:
+        st = os.statvfs(path)
+    except (OSError, AttributeError):
+        return None
+    return st.f_favail if st.f_files else None
 
 
 def _empty_dir(path: str) -> bool:
