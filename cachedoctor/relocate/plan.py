@@ -224,7 +224,6 @@ def _preflight(plan: MovePlan, profile: Profile, host: Host, *, force: bool,
     from cachedoctor.drives import drive_of, nearest_existing, same_filesystem
     from cachedoctor.processes import check_not_running
     from cachedoctor.relocate.copy import survey
-    from cachedoctor.units import format_size
 
     op = plan.op
     check_not_protected(op.base, host, role="destination")
@@ -278,22 +277,31 @@ def _preflight(plan: MovePlan, profile: Profile, host: Host, *, force: bool,
         more = f"\n  ... and {len(unreadable) - 10} more" if len(unreadable) > 10 else ""
         raise OperationFailed(f"cannot read every file of the cache; nothing was changed:\n  {shown}{more}",
                               hint="fix the permissions (or run as the owner) and try again")
-    if plan.needed_bytes and plan.free_bytes is not None:
-        want = plan.needed_bytes + margin_for(plan.needed_bytes)
-        if plan.free_bytes < want:
-            raise OperationFailed(
-                f"not enough free space on {drive.mount if drive else op.dest_root}: the cache needs "
-                f"{format_size(plan.needed_bytes)} plus a margin of {format_size(want - plan.needed_bytes)}, "
-                f"but only {format_size(plan.free_bytes)} is free; nothing was changed")
-    free_inodes = _free_inodes(existing)
-    if needed_inodes and free_inodes is not None and free_inodes < needed_inodes + needed_inodes // 50 + 16:
-        raise OperationFailed(
-            f"not enough free inodes on {drive.mount if drive else op.dest_root}: the cache has "
-            f"{needed_inodes:,} files and folders, but only {free_inodes:,} more fit there; "
-            "nothing was changed")
+    check_room(drive.mount if drive else op.dest_root, existing, plan.free_bytes,
+               plan.needed_bytes, needed_inodes)
     warning = check_not_running(profile, host, force=force)
     if warning:
         plan.warnings.append(warning)
+
+
+def check_room(where: str, path: str, free_bytes: int | None, needed_bytes: int,
+               needed_inodes: int) -> None:
+    """Refuse before anything changes when the copy would not fit: bytes (plus a margin) and,
+    where the filesystem has a fixed number, inodes (files and folders)."""
+    from cachedoctor.units import format_size
+
+    if needed_bytes and free_bytes is not None:
+        want = needed_bytes + margin_for(needed_bytes)
+        if free_bytes < want:
+            raise OperationFailed(
+                f"not enough free space on {where}: the cache needs {format_size(needed_bytes)} "
+                f"plus a margin of {format_size(want - needed_bytes)}, but only "
+                f"{format_size(free_bytes)} is free; nothing was changed")
+    free_inodes = _free_inodes(path)
+    if needed_inodes and free_inodes is not None and free_inodes < needed_inodes + needed_inodes // 50 + 16:
+        raise OperationFailed(
+            f"not enough free inodes on {where}: the cache has {needed_inodes:,} files and "
+            f"folders, but only {free_inodes:,} more fit there; nothing was changed")
 
 
 def _free_inodes(path: str) -> int | None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from cachedoctor.errors import OperationFailed, RefusedError
+from cachedoctor.errors import RefusedError
 from cachedoctor.host import Host
 from cachedoctor.links import link_kind, link_target
 from cachedoctor.profiles.model import Profile
@@ -54,12 +54,11 @@ def _foreign_link(profile: Profile, location_id: str, host: Host) -> Operation |
 
 
 def _preflight(plan: RestorePlan, profile: Profile, host: Host, *, force: bool) -> None:
-    from cachedoctor.drives import drive_of
+    from cachedoctor.drives import drive_of, nearest_existing
     from cachedoctor.processes import check_not_running
     from cachedoctor.relocate.copy import survey
-    from cachedoctor.relocate.plan import _check_encodable
+    from cachedoctor.relocate.plan import _check_encodable, check_room
     from cachedoctor.safety import check_not_protected
-    from cachedoctor.units import format_size
 
     op = plan.op
     assert op is not None
@@ -75,21 +74,17 @@ def _preflight(plan: RestorePlan, profile: Profile, host: Host, *, force: bool) 
     copying_back = plan.status in ("restore", "resume") and not (
         op.kind == "restore" and op.at_least("copied"))
     if copying_back:
+        needed_inodes = 0
         for pair in op.pairs:
             if not pair.same_fs and os.path.isdir(pair.dest):
-                plan.needed_bytes += survey(pair.dest).allocated_bytes
-        if plan.needed_bytes:
-            drive = drive_of(op.pairs[0].source)
-            if drive is not None:
-                from cachedoctor.relocate.plan import margin_for
-
-                plan.free_bytes = drive.free_bytes
-                want = plan.needed_bytes + margin_for(plan.needed_bytes)
-                if drive.free_bytes < want:
-                    raise OperationFailed(
-                        f"not enough free space on {drive.mount} to bring the cache back: it needs "
-                        f"{format_size(plan.needed_bytes)} plus a margin, but only "
-                        f"{format_size(drive.free_bytes)} is free; nothing was changed")
+                result = survey(pair.dest)
+                plan.needed_bytes += result.allocated_bytes
+                needed_inodes += result.files + result.dirs
+        original = op.pairs[0].source
+        drive = drive_of(original)
+        plan.free_bytes = drive.free_bytes if drive is not None else None
+        check_room(drive.mount if drive else original, nearest_existing(original),
+                   plan.free_bytes, plan.needed_bytes, needed_inodes)
     warning = check_not_running(profile, host, force=force)
     if warning:
         plan.warnings.append(warning)
