@@ -314,7 +314,11 @@ def _plan_location(
         if quota is None:
             return None
     spec = loc.clean
-    tool_command = _tool_command(spec, which) if not policy.trash else None
+    try:
+        tool_command = _tool_command(spec, which) if not policy.trash else None
+    except RefusedError as exc:
+        leave(exc.message, refused=True)
+        return None
     by_tool_only = policy.explicit and older_than is None and cap is None and tool_command
     if not loc.safe_to_delete and not by_tool_only:
         # only the tool itself knows what in here is unused (conda's pkgs, for instance)
@@ -325,6 +329,7 @@ def _plan_location(
         return None  # `clean` without tools only enforces quotas and the given age/size
     try:
         check_not_protected(path, host, role="cache folder to clean")
+        check_cleanable(path, host)
     except RefusedError as exc:
         leave(exc.message, refused=True)
         return None
@@ -338,9 +343,17 @@ def _plan_location(
     if os.path.normcase(root) != os.path.normcase(os.path.abspath(path)):
         try:
             check_not_protected(root, host, role="cache folder to clean")
+            check_cleanable(root, host)
         except RefusedError as exc:
             leave(exc.message, refused=True)
             return None
+    if tool_command and _program_inside(tool_command[0], path, root):
+        leave(
+            f"the profile's clean command {tool_command[0]} lives inside the cache it would clean;"
+            " refusing to run it",
+            refused=True,
+        )
+        return None
     st = os.stat(root)
     rules = Rules(keep=tuple(spec.keep), only=tuple(spec.only)) if spec else Rules()
     target = Target(
@@ -372,12 +385,138 @@ def _plan_location(
     return target
 
 
+# Trees in which nothing is a cache, whatever a profile says (below them, not only the roots).
+_SYSTEM_TREES = (
+    "/bin",
+    "/boot",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/proc",
+    "/sbin",
+    "/sys",
+    "/usr",
+    "/System",
+    "/private/etc",
+)
+_HOMES_PARENTS = ("/home", "/Users")
+FIRST_HUMAN_UID = 1000
+
+
+def check_cleanable(path: str, host: Host) -> None:
+    """Refusals beyond the protected roots (`safety.check_not_protected`), for cleaning only:
+    a folder that holds a home folder or cachedoctor's own state (`~/..`, `~/.cache/../..`, a
+    link to the folder above the home), anybody's home folder, and anything inside a system
+    tree (`/etc/ssl`, `/usr/lib`). Raises RefusedError."""
+    import ntpath
+    import posixpath
+
+    flavour = ntpath if host.is_windows else posixpath
+
+    def norm(p: str) -> str:
+        folded: str = flavour.normcase(flavour.normpath(p))
+        return folded.rstrip("\\/") or flavour.sep
+
+    def within(child: str, parent: str) -> bool:
+        c, p = norm(child), norm(parent)
+        return c == p or c.startswith(p if p.endswith(flavour.sep) else p + flavour.sep)
+
+    target = norm(path)
+    precious: list[tuple[str, str]] = []  # (folder that must survive, what it is)
+    if host.home:
+        precious.append((host.home, "your home folder"))
+        if not host.is_windows or os.name == "nt":
+            precious.append((os.path.realpath(host.home), "your home folder"))
+    if host.is_windows == (os.name == "nt"):
+        from cachedoctor.state import config_dir, state_dir
+
+        precious += [
+            (str(state_dir()), "cachedoctor's state"),
+            (str(config_dir()), "cachedoctor's settings"),
+        ]
+    if not host.is_windows:
+        precious += [(home, "a user's home folder") for home in _human_homes()]
+    reason: str | None = None
+    for folder, what in precious:
+        if within(folder, target):
+            reason = f"{what} ({folder})" + ("" if norm(folder) == target else " is inside it")
+            break
+    if reason is None and not host.is_windows:
+        if posixpath.dirname(target) in _HOMES_PARENTS:
+            reason = "a user's home folder"
+        for tree in _SYSTEM_TREES:
+            if within(target, tree):
+                reason = f"inside the system folder {tree}"
+                break
+    elif reason is None and host.is_windows:
+        windir = host.getenv("SystemRoot") or "C:\\Windows"
+        if within(target, windir):
+            reason = f"inside the Windows folder {windir}"
+    if reason is not None:
+        raise RefusedError(
+            f"refusing to use {path} as the cache folder to clean: {reason}",
+            hint="cachedoctor only cleans a tool's own cache folders",
+        )
+
+
+def _human_homes() -> list[str]:
+    """Home folders of the people on this machine (root, and uids from 1000 but nobody)."""
+    try:
+        import pwd
+    except ImportError:  # pragma: no cover - Windows
+        return []
+    homes: list[str] = []
+    for entry in pwd.getpwall():
+        uid, home = entry.pw_uid, entry.pw_dir
+        human = uid == 0 or (FIRST_HUMAN_UID <= uid < 65534)
+        if human and home.startswith("/") and home != "/" and os.path.isdir(home):
+            homes.append(home)
+    return homes
+
+
 def _tool_command(spec: CleanSpec | None, which: Callable[[str], str | None]) -> list[str] | None:
-    """The profile's clean command with its program found on PATH, or None."""
+    """The profile's clean command with its program found on PATH, or None.
+
+    The program is a bare name looked up in the absolute PATH entries only (an empty or `.`
+    entry would make the current folder searched), or an absolute path; a relative path
+    (`./x`, `../x`, `bin/x`) depends on where cachedoctor was started and is refused."""
     if spec is None or not spec.command:
         return None
-    exe = which(spec.command[0])
+    program = spec.command[0]
+    has_folder = "/" in program or "\\" in program
+    if has_folder and not (os.path.isabs(program) or _is_windows_abs(program)):
+        raise RefusedError(
+            f"the profile's clean command {program!r} is a relative path; refusing to run it",
+            hint="a profile names a program on PATH or gives its absolute path",
+        )
+    if which is shutil.which:
+        exe = shutil.which(program, path=_absolute_path_entries())
+    else:
+        exe = which(program)
+    if exe and not (os.path.isabs(exe) or _is_windows_abs(exe)):
+        exe = None
     return [exe, *spec.command[1:]] if exe else None
+
+
+def _is_windows_abs(path: str) -> bool:
+    import ntpath
+
+    return bool(ntpath.splitdrive(path)[0]) and ntpath.isabs(path)
+
+
+def _absolute_path_entries() -> str:
+    """PATH without empty, `.` or other relative entries."""
+    entries = os.environ.get("PATH", os.defpath).split(os.pathsep)
+    return os.pathsep.join(e for e in entries if e and os.path.isabs(e))
+
+
+def _program_inside(exe: str, path: str, root: str) -> bool:
+    """True when the program is inside the cache (as declared, or where its link points)."""
+    places = {exe, os.path.realpath(exe)}
+    return any(is_within(p, folder) for p in places for folder in {path, root})
 
 
 def _cap(max_size: int | None, quota: int | None) -> tuple[int | None, str | None]:

@@ -38,6 +38,7 @@ import gc
 import os
 import stat
 import sys
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -154,6 +155,8 @@ TASKS_PER_WORKER = 8  # the parent opens folders level by level until it has thi
 MAX_EXPAND_DEPTH = 4  # ...but never deeper than this below the root
 _TASK = 4  # bytes per task record on the shared pipe (a folder index)
 _PROC_LOCKS = "/proc/locks"
+_TRASH_LOCK = threading.Lock()  # send2trash is not safe to run twice at once (see `_trash`)
+TRASH_LOCK_WAIT = 60.0  # seconds to wait for another cachedoctor process that is trashing
 LOCKS_REFRESH = 0.02  # seconds a /proc/locks reading is reused (re-read per folder after that)
 
 
@@ -178,6 +181,68 @@ def _flocked_inodes() -> frozenset[int] | None:
             except (ValueError, IndexError):
                 return None  # a format we do not understand: probe every file
     return frozenset(inodes)
+
+
+_MOUNTINFO = "/proc/self/mountinfo"
+
+
+def _mounts_below(root: str) -> bool | None:
+    """Whether a mount point lies strictly below `root` (Linux mountinfo), None when unknown.
+
+    A bind mount of a folder of the same filesystem keeps its st_dev, so the device check alone
+    would walk into it (and empty the folder it shows); when the table lists a mount below the
+    root, every folder's mount id is compared with the root's (`_mount_id`)."""
+    try:
+        with open(_MOUNTINFO, "rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    prefix = os.fsencode(os.path.realpath(root)).rstrip(b"/") + b"/"
+    for line in data.splitlines():
+        parts = line.split(b" ")
+        if len(parts) < 5:
+            continue
+        point = _unescape_mount(parts[4]) + b"/"
+        if point.startswith(prefix) and point != prefix:
+            return True
+    return False
+
+
+def _unescape_mount(field: bytes) -> bytes:
+    """mountinfo escapes space, tab, newline and backslash as octal (`\\040`)."""
+    if b"\\" not in field:
+        return field
+    out = bytearray()
+    i = 0
+    while i < len(field):
+        if field[i] == 0x5C and i + 3 < len(field) and field[i + 1 : i + 4].isdigit():
+            out.append(int(field[i + 1 : i + 4], 8) & 0xFF)
+            i += 4
+        else:
+            out.append(field[i])
+            i += 1
+    return bytes(out)
+
+
+def _mount_id(fd: int) -> int | None:
+    """The mount an open descriptor is on (Linux /proc/self/fdinfo), None when unknown."""
+    try:
+        info = os.open(f"/proc/self/fdinfo/{fd}", os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        data = os.read(info, 4096)
+    except OSError:
+        return None
+    finally:
+        os.close(info)
+    for line in data.splitlines():
+        if line.startswith(b"mnt_id:"):
+            try:
+                return int(line.split(b":", 1)[1])
+            except ValueError:
+                return None
+    return None
 
 
 def _is_locked_posix(dir_fd: int, name: str) -> bool:
@@ -336,6 +401,7 @@ class _PosixWalk:
         # hard-linked files removed: (dev, ino) -> [bytes, names removed, highest st_nlink seen]
         self.links: dict[tuple[int, int], list[int]] = {}
         self.root_dev = 0
+        self.root_mnt: int | None = None  # set when a mount lies below the root: compare ids
         self.locked_inodes: frozenset[int] | None = None
         self.locks_read = -LOCKS_REFRESH  # monotonic time /proc/locks was last read
         self.workers = 0  # forked workers allowed (0: threads over the top-level folders)
@@ -344,7 +410,9 @@ class _PosixWalk:
         try:
             root_fd = os.open(self.root, _DIR_FLAGS)
         except OSError as exc:
-            if exc.errno == errno.ELOOP:
+            if exc.errno == errno.ELOOP or (
+                exc.errno == errno.ENOTDIR and os.path.islink(self.root)
+            ):  # O_DIRECTORY|O_NOFOLLOW on a link to a folder: ENOTDIR on Linux
                 self.result.errors.append(f"{self.root}: is a link; refusing to clean through it")
             elif exc.errno == errno.ENOENT:
                 return self.result  # nothing to clean
@@ -357,6 +425,9 @@ class _PosixWalk:
             self.result.errors.append(f"{self.root}: the folder was replaced since it was planned")
             return self.result
         self.root_dev = st.st_dev
+        if sys.platform.startswith("linux") and _mounts_below(self.root) is not False:
+            # a mount below the root (or no way to tell): check each folder's mount id
+            self.root_mnt = _mount_id(root_fd)
         self.result.total_bytes += getattr(st, "st_blocks", 0) * 512  # measured like du / scan
         gc_was_on = gc.isenabled()
         gc.disable()  # no reference cycles are made here; the collector only costs time
@@ -385,9 +456,7 @@ class _PosixWalk:
 
     def _walk_forked(self, root_fd: int) -> None:
         """Open the top of the tree level by level, then share its folders among workers."""
-        root = _Frame(
-            root_fd, "", "", self._list(root_fd, ""), not self.rules.only, owned=False
-        )
+        root = _Frame(root_fd, "", "", self._list(root_fd, ""), not self.rules.only, owned=False)
         level = [root]
         opened: list[tuple[_Frame, _Frame]] = []  # (parent, child) opened here, in order
         tasks: list[_Task] = []
@@ -567,6 +636,7 @@ class _PosixWalk:
             self.check_locks,
         )
         worker.root_dev = self.root_dev
+        worker.root_mnt = self.root_mnt
         worker._walk_task(task, private=True)  # the root is never removed: its counts don't matter
         return worker.result, worker.links
 
@@ -744,6 +814,10 @@ class _PosixWalk:
             os.close(fd)
             result.skipped.append(Skipped(rel, "changed", "replaced while cleaning; not entered"))
             return None
+        if self.root_mnt is not None and _mount_id(fd) != self.root_mnt:
+            os.close(fd)  # a bind mount of the same filesystem (same st_dev): another folder
+            result.skipped.append(Skipped(rel, "other filesystem", "a mount point; not entered"))
+            return None
         result.total_bytes += getattr(st, "st_blocks", 0) * 512
         selected_all = parent.selected_all or (bool(self.rules.only) and self.rules.in_only(rel))
         return _Frame(fd, rel, name, self._list(fd, rel), selected_all)
@@ -782,15 +856,27 @@ class _PosixWalk:
             return False
 
     def _trash(self, dir_fd: int, name: str, rel: str, st: os.stat_result) -> bool:
-        """send2trash works on paths: re-check that the path still names the entry we listed."""
+        """send2trash works on paths: re-check that the path still names the entry we listed.
+
+        One file at a time, across threads and cachedoctor processes: send2trash picks a free
+        name in the trash and then renames onto it, so two trashings of files with the same
+        name at once would pick the same name and the second would overwrite the first."""
         from send2trash import send2trash
 
+        from cachedoctor.errors import LockBusyError
+        from cachedoctor.locking import exclusive
+
         path = self._path(rel)
-        now = os.lstat(path)
-        if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
-            self.result.skipped.append(Skipped(rel, "changed", "replaced while cleaning"))
+        try:
+            with _TRASH_LOCK, exclusive("trash", wait=TRASH_LOCK_WAIT, what="the trash"):
+                now = os.lstat(path)
+                if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+                    self.result.skipped.append(Skipped(rel, "changed", "replaced while cleaning"))
+                    return False
+                send2trash(path)
+        except LockBusyError as exc:
+            self.result.errors.append(f"{path}: {exc.message}")
             return False
-        send2trash(path)
         return True
 
 
