@@ -105,3 +105,11 @@ def run_cli(*args: str, input: str | None = None) -> subprocess.CompletedProcess
         env=os.environ.copy(),
         timeout=300,
     )
+
+
+def trash_files_dir() -> Path:
+    """Where send2trash puts files in this process. It fixes its trash folder when first
+    imported (one HOME per process), so in-process tests ask it instead of assuming their HOME."""
+    from send2trash import plat_other
+
+    return Path(os.fsdecode(plat_other.HOMETRASH_B)) / "files"

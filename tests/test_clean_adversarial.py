@@ -24,7 +24,7 @@ from cachedoctor.clean import CleanPlan, Policy, execute_plan, plan_clean
 from cachedoctor.host import Host
 from cachedoctor.profiles.loader import load_profile_file
 from cachedoctor.safedelete import clean_tree
-from tests.conftest import IS_LINUX, IS_ROOT, needs_posix_paths
+from tests.conftest import IS_LINUX, IS_ROOT, needs_posix_paths, trash_files_dir
 
 pytestmark = needs_posix_paths
 
@@ -482,13 +482,6 @@ def test_two_concurrent_cleans_of_one_cache(tmp_path: Path, isolated_home: Path)
 # -------------------------------------------------------------------------------- --trash
 
 
-def trash_files() -> Path:
-    """Where send2trash puts files: fixed when it is first imported (one HOME per process)."""
-    from send2trash import plat_other
-
-    return Path(os.fsdecode(plat_other.HOMETRASH_B)) / "files"
-
-
 def test_trash_moves_links_not_their_targets(tmp_path: Path, isolated_home: Path) -> None:
     cache = make_cache(isolated_home)
     outside_dir = tmp_path / "outside"
@@ -504,7 +497,7 @@ def test_trash_moves_links_not_their_targets(tmp_path: Path, isolated_home: Path
     execute_plan(plan, record_history=False)
     assert mine.read_text() == "keep me"
     assert sorted(p.name for p in outside_dir.iterdir()) == ["precious.txt"]
-    trash = trash_files()
+    trash = trash_files_dir()
     assert (trash / f"to-dir-{tag}").is_symlink() and (trash / f"to-file-{tag}").is_symlink()
     assert os.readlink(trash / f"to-dir-{tag}") == str(outside_dir)
 
@@ -551,7 +544,7 @@ def test_trash_from_parallel_folders_keeps_every_same_named_file(
             f.write_text(f"{top}{i}")
     result = clean_tree(str(cache), trash=True)
     assert result.errors == [] and result.files == 450
-    mine = [p for p in trash_files().iterdir() if p.name.startswith(f"blob-{tmp_path.name}")]
+    mine = [p for p in trash_files_dir().iterdir() if p.name.startswith(f"blob-{tmp_path.name}")]
     contents = sorted(p.read_text() for p in mine)
     assert len(contents) == 450
     assert contents == sorted(f"{top}{i}" for top in "abc" for i in range(150))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from cachedoctor.safedelete import FileInfo, Rules, clean_tree, is_reparse_point, walk_files
-from tests.conftest import IS_WINDOWS, needs_linux, needs_symlinks
+from tests.conftest import IS_WINDOWS, needs_linux, needs_symlinks, trash_files_dir
 
 needs_flock = pytest.mark.skipif(IS_WINDOWS, reason="fcntl.flock is POSIX-only")
 
@@ -216,8 +216,9 @@ def test_trash_moves_files_to_the_xdg_trash(tmp_path: Path, isolated_home: Path)
     (root / "d" / "file.bin").write_text("recoverable")
     result = clean_tree(str(root), trash=True)
     assert result.files == 1 and not result.errors
-    trash_files = isolated_home / ".local" / "share" / "Trash" / "files"
-    assert [p.read_text() for p in trash_files.iterdir()] == ["recoverable"]
+    assert [p.read_text() for p in trash_files_dir().iterdir() if p.name == "file.bin"] == [
+        "recoverable"
+    ]
     assert list(root.iterdir()) == []
 
 
