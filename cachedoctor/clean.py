@@ -328,8 +328,7 @@ def _plan_location(
     if not policy.explicit and older_than is None and cap is None:
         return None  # `clean` without tools only enforces quotas and the given age/size
     try:
-        check_not_protected(path, host, role="cache folder to clean")
-        check_cleanable(path, host)
+        check_not_protected(path, host, role="cache folder to clean", system_subfolders=True)
     except RefusedError as exc:
         leave(exc.message, refused=True)
         return None
@@ -342,8 +341,7 @@ def _plan_location(
         return None
     if os.path.normcase(root) != os.path.normcase(os.path.abspath(path)):
         try:
-            check_not_protected(root, host, role="cache folder to clean")
-            check_cleanable(root, host)
+            check_not_protected(root, host, role="cache folder to clean", system_subfolders=True)
         except RefusedError as exc:
             leave(exc.message, refused=True)
             return None
@@ -383,98 +381,6 @@ def _plan_location(
     else:
         target.reasons.append("empty the location (safe to delete)")
     return target
-
-
-# Trees in which nothing is a cache, whatever a profile says (below them, not only the roots).
-_SYSTEM_TREES = (
-    "/bin",
-    "/boot",
-    "/dev",
-    "/etc",
-    "/lib",
-    "/lib32",
-    "/lib64",
-    "/libx32",
-    "/proc",
-    "/sbin",
-    "/sys",
-    "/usr",
-    "/System",
-    "/private/etc",
-)
-_HOMES_PARENTS = ("/home", "/Users")
-FIRST_HUMAN_UID = 1000
-
-
-def check_cleanable(path: str, host: Host) -> None:
-    """Refusals beyond the protected roots (`safety.check_not_protected`), for cleaning only:
-    a folder that holds a home folder or cachedoctor's own state (`~/..`, `~/.cache/../..`, a
-    link to the folder above the home), anybody's home folder, and anything inside a system
-    tree (`/etc/ssl`, `/usr/lib`). Raises RefusedError."""
-    import ntpath
-    import posixpath
-
-    flavour = ntpath if host.is_windows else posixpath
-
-    def norm(p: str) -> str:
-        folded: str = flavour.normcase(flavour.normpath(p))
-        return folded.rstrip("\\/") or flavour.sep
-
-    def within(child: str, parent: str) -> bool:
-        c, p = norm(child), norm(parent)
-        return c == p or c.startswith(p if p.endswith(flavour.sep) else p + flavour.sep)
-
-    target = norm(path)
-    precious: list[tuple[str, str]] = []  # (folder that must survive, what it is)
-    if host.home:
-        precious.append((host.home, "your home folder"))
-        if not host.is_windows or os.name == "nt":
-            precious.append((os.path.realpath(host.home), "your home folder"))
-    if host.is_windows == (os.name == "nt"):
-        from cachedoctor.state import config_dir, state_dir
-
-        precious += [
-            (str(state_dir()), "cachedoctor's state"),
-            (str(config_dir()), "cachedoctor's settings"),
-        ]
-    if not host.is_windows:
-        precious += [(home, "a user's home folder") for home in _human_homes()]
-    reason: str | None = None
-    for folder, what in precious:
-        if within(folder, target):
-            reason = f"{what} ({folder})" + ("" if norm(folder) == target else " is inside it")
-            break
-    if reason is None and not host.is_windows:
-        if posixpath.dirname(target) in _HOMES_PARENTS:
-            reason = "a user's home folder"
-        for tree in _SYSTEM_TREES:
-            if within(target, tree):
-                reason = f"inside the system folder {tree}"
-                break
-    elif reason is None and host.is_windows:
-        windir = host.getenv("SystemRoot") or "C:\\Windows"
-        if within(target, windir):
-            reason = f"inside the Windows folder {windir}"
-    if reason is not None:
-        raise RefusedError(
-            f"refusing to use {path} as the cache folder to clean: {reason}",
-            hint="cachedoctor only cleans a tool's own cache folders",
-        )
-
-
-def _human_homes() -> list[str]:
-    """Home folders of the people on this machine (root, and uids from 1000 but nobody)."""
-    try:
-        import pwd
-    except ImportError:  # pragma: no cover - Windows
-        return []
-    homes: list[str] = []
-    for entry in pwd.getpwall():
-        uid, home = entry.pw_uid, entry.pw_dir
-        human = uid == 0 or (FIRST_HUMAN_UID <= uid < 65534)
-        if human and home.startswith("/") and home != "/" and os.path.isdir(home):
-            homes.append(home)
-    return homes
 
 
 def _tool_command(spec: CleanSpec | None, which: Callable[[str], str | None]) -> list[str] | None:

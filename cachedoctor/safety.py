@@ -12,6 +12,7 @@ import os
 import posixpath
 import re
 from pathlib import Path
+from typing import Any
 
 from cachedoctor.errors import RefusedError
 from cachedoctor.host import Host
@@ -121,20 +122,99 @@ def _windows_reason(path: str, host: Host) -> str | None:
     return None
 
 
-def check_not_protected(path: str | os.PathLike[str], host: Host, *, role: str = "target") -> None:
-    """Raise RefusedError when `path`, literally or resolved through links, is a protected root."""
+# Trees in which nothing is a cache to clean, whatever a profile says (below them, not only the
+# roots). Moves may start there: Ollama's Linux service keeps its models in /usr/share/ollama.
+_SYSTEM_TREES = (
+    "/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/proc", "/sbin",
+    "/sys", "/usr", "/System", "/private/etc",
+)
+_HOMES_PARENTS = ("/home", "/Users")
+FIRST_HUMAN_UID = 1000
+
+
+def check_not_protected(path: str | os.PathLike[str], host: Host, *, role: str = "target",
+                        system_subfolders: bool = False) -> None:
+    """Raise RefusedError when `path`, literally or resolved through links, is a protected root,
+    anybody's home folder, or a folder that holds your home or cachedoctor's own state (`~/..`,
+    a link to the folder above the home). With `system_subfolders`, anything inside a system
+    tree (`/etc/ssl`, `/usr/lib`, `C:\\Windows\\...`) is refused too: what `clean` demands."""
     literal = os.fspath(path)
     candidates = [literal]
     if not host.is_windows or os.name == "nt":
         with contextlib.suppress(OSError, ValueError):
             candidates.append(os.path.realpath(literal))
     for candidate in candidates:
-        reason = protected_reason(candidate, host)
+        reason = protected_reason(candidate, host) or _holds_precious(candidate, host)
+        if reason is None and system_subfolders:
+            reason = _inside_system_tree(candidate, host)
         if reason:
             raise RefusedError(
                 f"refusing to use {literal} as the {role}: it is {reason}",
                 hint="cachedoctor only works on a tool's own cache folders",
             )
+
+
+def _flavour(host: Host) -> Any:
+    return ntpath if host.is_windows else posixpath
+
+
+def _norm(path: str, host: Host) -> str:
+    flavour = _flavour(host)
+    folded: str = flavour.normcase(flavour.normpath(path))
+    return folded.rstrip("\\/") or flavour.sep
+
+
+def _within(child: str, parent: str, host: Host) -> bool:
+    sep = _flavour(host).sep
+    c, p = _norm(child, host), _norm(parent, host)
+    return c == p or c.startswith(p if p.endswith(sep) else p + sep)
+
+
+def _holds_precious(path: str, host: Host) -> str | None:
+    """Why `path` must not be emptied or moved away because of what is in it, or None."""
+    precious: list[tuple[str, str]] = []  # (folder that must survive, what it is)
+    if host.home:
+        precious.append((host.home, "your home folder"))
+        if not host.is_windows or os.name == "nt":
+            precious.append((os.path.realpath(host.home), "your home folder"))
+    if host.is_windows == (os.name == "nt"):  # our own folders, when the host is this machine
+        from cachedoctor.state import config_dir, state_dir
+
+        precious += [(str(state_dir()), "cachedoctor's state"), (str(config_dir()), "cachedoctor's settings")]
+    if not host.is_windows:
+        precious += [(home, "a user's home folder") for home in _human_homes()]
+    for folder, what in precious:
+        if _within(folder, path, host):
+            inside = "" if _norm(folder, host) == _norm(path, host) else " is inside it"
+            return f"a folder that must stay: {what} ({folder}){inside}"
+    if not host.is_windows and posixpath.dirname(_norm(path, host)) in _HOMES_PARENTS:
+        return "a user's home folder"
+    return None
+
+
+def _inside_system_tree(path: str, host: Host) -> str | None:
+    if host.is_windows:
+        windir = host.getenv("SystemRoot") or "C:\\Windows"
+        return f"inside the Windows folder {windir}" if _within(path, windir, host) else None
+    for tree in _SYSTEM_TREES:
+        if _within(path, tree, host):
+            return f"inside the system folder {tree}"
+    return None
+
+
+def _human_homes() -> list[str]:
+    """Home folders of the people on this machine (root, and uids from 1000 but nobody)."""
+    try:
+        import pwd
+    except ImportError:  # pragma: no cover - Windows
+        return []
+    homes: list[str] = []
+    for entry in pwd.getpwall():
+        uid, home = entry.pw_uid, entry.pw_dir
+        human = uid == 0 or (FIRST_HUMAN_UID <= uid < 65534)
+        if human and home.startswith("/") and home != "/" and os.path.isdir(home):
+            homes.append(home)
+    return homes
 
 
 def is_within(child: str | os.PathLike[str], parent: str | os.PathLike[str]) -> bool:

@@ -584,12 +584,12 @@ def test_a_glob_over_all_homes_is_refused_for_every_home(
     ],
 )
 def test_windows_paths_are_judged_with_windows_rules(path: str, refused: bool) -> None:
-    from cachedoctor.clean import check_cleanable
     from cachedoctor.errors import RefusedError
+    from cachedoctor.safety import check_not_protected
 
     host = Host(os="windows", env={"SystemRoot": "C:\\Windows"}, home="C:\\Users\\bob")
     if refused:
         with pytest.raises(RefusedError):
-            check_cleanable(path, host)
+            check_not_protected(path, host, system_subfolders=True)
     else:
-        check_cleanable(path, host)
+        check_not_protected(path, host, system_subfolders=True)

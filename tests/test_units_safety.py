@@ -100,3 +100,22 @@ def test_is_within(tmp_path) -> None:
     assert is_within(tmp_path / "a" / "b", tmp_path)
     assert is_within(tmp_path, tmp_path)
     assert not is_within(tmp_path / "ab", tmp_path / "a")
+
+
+def test_a_folder_holding_the_home_is_refused_for_every_command(tmp_path) -> None:
+    home = tmp_path / "people" / "ann"
+    home.mkdir(parents=True)
+    host = Host("linux", {}, str(home))
+    for role in ("cache to move", "destination", "cache folder to clean"):
+        with pytest.raises(RefusedError, match="your home folder"):
+            check_not_protected(str(tmp_path / "people"), host, role=role)
+        with pytest.raises(RefusedError, match="your home folder"):
+            check_not_protected(str(home / ".cache" / ".." / ".."), host, role=role)
+    check_not_protected(str(home / ".cache" / "pip"), host)  # a cache inside the home is fine
+
+
+def test_system_subfolders_are_refused_only_when_asked() -> None:
+    host = Host("linux", {}, "/home/ann")
+    check_not_protected("/usr/share/ollama/.ollama/models", host)  # a real cache a move may take
+    with pytest.raises(RefusedError, match="inside the system folder /usr"):
+        check_not_protected("/usr/share/ollama/.ollama/models", host, system_subfolders=True)
