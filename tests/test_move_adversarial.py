@@ -1,3 +1,4 @@
+# ruff: noqa: F811
 """Adversarial tests of `move` / `restore`: odd destinations, trees changing under the copy,
 sparse files, hard links leaving the tree, foreign links, full disks and interrupted restores.
 
@@ -12,44 +13,25 @@ import errno
 import hashlib
 import os
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import IS_LINUX, IS_ROOT
-from tests.test_move import cli, leftovers, pending, write_profile
+# The move tests' fixtures (profiles, cache, shm) are imported, and tests name them as arguments.
+from tests.test_move import (  # noqa: F401
+    cache,
+    cli,
+    leftovers,
+    pending,
+    profiles,
+    shm,
+    write_profile,
+)
 from tests.test_relocate_copy import build_tree, snapshot
 
 pytestmark = pytest.mark.skipif(not IS_LINUX or not os.path.isdir("/dev/shm"),
                                 reason="needs Linux and /dev/shm (a second filesystem)")
-
-
-@pytest.fixture
-def profiles(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    directory = tmp_path / "profiles"
-    write_profile(directory)
-    monkeypatch.setenv("CACHEDOCTOR_PROFILES_DIR", str(directory))
-    return directory
-
-
-@pytest.fixture
-def cache(isolated_home: Path) -> Path:
-    path = isolated_home / ".cache" / "foo"
-    build_tree(path)
-    return path
-
-
-@pytest.fixture
-def shm() -> Iterator[Path]:
-    import uuid
-
-    path = Path("/dev/shm") / f"cachedoctor-adv-{uuid.uuid4().hex[:8]}"
-    path.mkdir()
-    try:
-        yield path
-    finally:
-        subprocess.run(["rm", "-rf", "--one-file-system", str(path)], check=False)
 
 
 def _profile() -> object:
