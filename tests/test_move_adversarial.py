@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import IS_LINUX, IS_ROOT
+
 # The move tests' fixtures (profiles, cache, shm) are imported, and tests name them as arguments.
 from tests.test_move import (  # noqa: F401
     cache,
