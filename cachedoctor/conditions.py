@@ -41,6 +41,22 @@ class FilesystemType(_Condition):
     types: list[str] = Field(min_length=1)
 
 
+class FilesystemDiffers(_Condition):
+    """The location's data (a relocation link's target) is on another filesystem than `path`:
+    a hard-linking store (uv, pnpm, conda) away from the environments that link into it."""
+
+    type: Literal["filesystem_differs"]
+    location: str
+    path: str = Field(description="Path template of what must share the filesystem, e.g. `~`.")
+
+    @model_validator(mode="after")
+    def _valid_template(self) -> FilesystemDiffers:
+        from cachedoctor.resolve import check_template
+
+        check_template(self.path)  # a UserInputError is a ValueError
+        return self
+
+
 class LinkKind(_Condition):
     """The location has been relocated with this kind of link (e.g. symlink where a junction is required)."""
 
@@ -148,6 +164,7 @@ Condition = Annotated[
         LocationExists,
         MountOption,
         FilesystemType,
+        FilesystemDiffers,
         LinkKind,
         LinkTargetMissing,
         FreeSpaceBelow,

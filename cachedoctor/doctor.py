@@ -196,6 +196,30 @@ def _filesystem_type(cond: c.FilesystemType, ctx: Context) -> list[Hit]:
     return _drive_hits(cond.location, ctx, lambda d: d.fstype if d.fstype in cond.types else None)
 
 
+def _filesystem_differs(cond: c.FilesystemDiffers, ctx: Context) -> list[Hit]:
+    from cachedoctor.drives import nearest_existing
+    from cachedoctor.resolve import try_expand
+
+    other = try_expand(cond.path, ctx.host)
+    if not other:
+        return []
+    try:
+        other_dev = os.stat(nearest_existing(other)).st_dev
+    except OSError:
+        return []
+    hits = []
+    for path in ctx.paths(cond.location):
+        where = _effective(path)
+        if where is None:
+            continue
+        try:
+            if os.stat(nearest_existing(where)).st_dev != other_dev:
+                hits.append(Hit(path, cond.location, other, {"data": where}))
+        except OSError:
+            continue
+    return hits
+
+
 def _link_kind(cond: c.LinkKind, ctx: Context) -> list[Hit]:
     from cachedoctor.links import link_kind, link_target
 
@@ -540,6 +564,7 @@ EVALUATORS: dict[str, Evaluator] = {
     "location_exists": _location_exists,
     "mount_option": _mount_option,
     "filesystem_type": _filesystem_type,
+    "filesystem_differs": _filesystem_differs,
     "link_kind": _link_kind,
     "link_target_missing": _link_target_missing,
     "free_space_below": _free_space_below,

@@ -734,3 +734,25 @@ def test_a_location_gate_with_a_setting_reports_the_settings_file(tmp_path: Path
     assert finding.message == f"grok.code.cacheSize = 2048 in {settings}; cache at {cache}"
     cache.rmdir()  # the gate closes
     assert doctor.check_profile(profile, linux_host())[0] == []
+
+
+@needs_root
+def test_a_hard_link_store_moved_to_another_filesystem_is_found(tmp_path: Path, isolated_home: Path,
+                                                                tmpfs: Path) -> None:
+    """uv's cache relocated (here: by a link) onto another filesystem than the home."""
+    from cachedoctor.doctor import check_profile
+    from cachedoctor.profiles.loader import load_profiles
+
+    uv = load_profiles().profiles["uv"].profile
+    host = Host("linux", {"HOME": str(isolated_home)}, str(isolated_home))
+    cache = isolated_home / ".cache" / "uv"
+    cache.mkdir(parents=True)
+    findings, errors = check_profile(uv, host)
+    assert errors == [] and not [f for f in findings if f.check == "store-on-another-filesystem"]
+    cache.rmdir()
+    (tmpfs / "uv").mkdir()
+    cache.symlink_to(tmpfs / "uv")
+    findings, errors = check_profile(uv, host)
+    [finding] = [f for f in findings if f.check == "store-on-another-filesystem"]
+    assert finding.severity == "hint" and str(isolated_home) in finding.message
+    assert finding.fix == "cachedoctor restore uv"

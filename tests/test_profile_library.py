@@ -164,7 +164,7 @@ def test_checks_are_well_formed(tool: str) -> None:
                 assert preset in preset_ids
         for text in (check.message, check.why):
             fields = {f for _, f, _, _ in string.Formatter().parse(text) if f is not None}
-            assert fields <= FIX_FIELDS, f"{tool}/{check.id}: stray braces in {text!r}"
+            assert fields <= FIX_FIELDS | {"value"}, f"{tool}/{check.id}: stray braces in {text!r}"
 
 
 def test_every_quota_parses() -> None:
@@ -509,7 +509,7 @@ def test_uv_npm_conda_relocation_and_clean() -> None:
 def test_hard_link_stores_warn_when_moved_to_another_filesystem(tool: str, location: str) -> None:
     profile = PROFILES[tool]
     link_checks = [c for c in profile.checks for cond in c.when
-                   if cond.type == "link_kind" and cond.location == location]
+                   if cond.type == "filesystem_differs" and cond.location == location]
     assert link_checks
     whys = " ".join(m.why or "" for m in profile.location(location).relocate) + " ".join(
         c.why for c in link_checks)
