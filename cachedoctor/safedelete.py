@@ -377,7 +377,21 @@ def _worker_count(requested: int | None, no_fork: bool) -> int:
     return max(2, min(cpus, MAX_WORKERS))
 
 
-class _PosixWalk:
+class _Walk:
+    """What both deleters (fd-relative POSIX, path-based Windows) are asked to do."""
+
+    def __init__(self, root: str, rules: Rules, select: Selector | None, dry_run: bool,
+                 trash: bool, collect: bool) -> None:
+        self.root = root
+        self.rules = rules
+        self.select = select
+        self.dry_run = dry_run
+        self.trash = trash
+        self.collect = collect
+        self.result = DeleteResult(root=root)
+
+
+class _PosixWalk(_Walk):
     def __init__(
         self,
         root: str,
@@ -389,15 +403,9 @@ class _PosixWalk:
         collect: bool,
         check_locks: bool,
     ) -> None:
-        self.root = root
-        self.rules = rules
-        self.select = select
-        self.dry_run = dry_run
-        self.trash = trash
+        super().__init__(root, rules, select, dry_run, trash, collect)
         self.expect = expect
-        self.collect = collect
         self.check_locks = check_locks
-        self.result = DeleteResult(root=root)
         # hard-linked files removed: (dev, ino) -> [bytes, names removed, highest st_nlink seen]
         self.links: dict[tuple[int, int], list[int]] = {}
         self.root_dev = 0
@@ -911,25 +919,8 @@ def _reap(pid: int) -> int:
         return os.waitstatus_to_exitcode(status)
 
 
-class _WindowsOps:  # pragma: no cover - exercised on Windows only
+class _WindowsOps(_Walk):  # pragma: no cover - exercised on Windows only
     """Path-based walk for Windows, where there is no dir_fd: reparse points are never entered."""
-
-    def __init__(
-        self,
-        root: str,
-        rules: Rules,
-        select: Selector | None,
-        dry_run: bool,
-        trash: bool,
-        collect: bool,
-    ) -> None:
-        self.root = root
-        self.rules = rules
-        self.select = select
-        self.dry_run = dry_run
-        self.trash = trash
-        self.collect = collect
-        self.result = DeleteResult(root=root)
 
     def run(self) -> DeleteResult:
         try:
