@@ -309,8 +309,9 @@ def _block_end(lines: list[str], start_line: int, column: int, value: Any) -> in
     return last_content
 
 
-def _span_replace_block(text: str, parent: Any, key: str, value: Any) -> str | None:
-    """Rewrite just the lines of one entry (key line through its block) with the new value."""
+def _entry_lines(text: str, parent: Any, key: str) -> tuple[list[str], int, int, int] | None:
+    """The file's lines and where one block entry sits in them: (lines, first line, last line,
+    key column); None when the entry is not alone on its lines (flow style, `- key: v`)."""
     if _is_flow(parent):
         return None
     try:
@@ -320,23 +321,25 @@ def _span_replace_block(text: str, parent: Any, key: str, value: Any) -> str | N
     lines = text.splitlines(keepends=True)
     if start_line >= len(lines) or lines[start_line][:column].strip():
         return None
-    last = _block_end(lines, start_line, column, parent[key])
-    lines[start_line:last + 1] = [_fragment(key, value, text, column)]
+    return lines, start_line, _block_end(lines, start_line, column, parent[key]), column
+
+
+def _span_replace_block(text: str, parent: Any, key: str, value: Any) -> str | None:
+    """Rewrite just the lines of one entry (key line through its block) with the new value."""
+    entry = _entry_lines(text, parent, key)
+    if entry is None:
+        return None
+    lines, first, last, column = entry
+    lines[first:last + 1] = [_fragment(key, value, text, column)]
     return "".join(lines)
 
 
 def _span_remove(text: str, parent: Any, key: str) -> str | None:
-    if _is_flow(parent) or not _own(parent, key):
+    entry = _entry_lines(text, parent, key) if _own(parent, key) else None
+    if entry is None:
         return None
-    try:
-        start_line, column = parent.lc.key(key)
-    except (AttributeError, KeyError, TypeError):
-        return None
-    lines = text.splitlines(keepends=True)
-    if start_line >= len(lines) or lines[start_line][:column].strip():
-        return None  # the key shares its line with something else (`- key: v`)
-    last = _block_end(lines, start_line, column, parent[key])
-    del lines[start_line:last + 1]
+    lines, first, last, _ = entry
+    del lines[first:last + 1]
     return "".join(lines)
 
 
