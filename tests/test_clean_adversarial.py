@@ -24,13 +24,10 @@ from cachedoctor.clean import CleanPlan, Policy, execute_plan, plan_clean
 from cachedoctor.host import Host
 from cachedoctor.profiles.loader import load_profile_file
 from cachedoctor.safedelete import clean_tree
-from tests.conftest import IS_LINUX, IS_ROOT, needs_posix_paths, trash_files_dir
+from tests.conftest import IS_ROOT, needs_posix_paths, needs_root, trash_files_dir
 
 pytestmark = needs_posix_paths
 
-needs_root_linux = pytest.mark.skipif(
-    not (IS_ROOT and IS_LINUX), reason="needs root on Linux (mount)"
-)
 
 PROFILE = """\
 id: {id}
@@ -189,7 +186,7 @@ def make_cache(home: Path) -> Path:
     return cache
 
 
-@needs_root_linux
+@needs_root
 def test_a_bind_mount_of_a_same_filesystem_folder_is_not_entered(
     tmp_path: Path, isolated_home: Path
 ) -> None:
@@ -213,7 +210,7 @@ def test_a_bind_mount_of_a_same_filesystem_folder_is_not_entered(
     assert mine.read_text() == "keep me"
 
 
-@needs_root_linux
+@needs_root
 def test_a_bind_mounted_file_is_not_unlinked_through(tmp_path: Path, isolated_home: Path) -> None:
     outside = precious(tmp_path / "outside")
     cache = make_cache(isolated_home)
@@ -553,7 +550,7 @@ def test_trash_from_parallel_folders_keeps_every_same_named_file(
 # ------------------------------------------------------------------ other homes, other systems
 
 
-@needs_root_linux
+@needs_root
 def test_a_glob_over_all_homes_is_refused_for_every_home(
     tmp_path: Path, isolated_home: Path
 ) -> None:
