@@ -610,7 +610,7 @@ def _run_command(target: Target) -> TargetResult:
 def _record(result: CleanResult) -> None:
     """Cleaning is recorded for the history, but is not undoable (only --trash keeps a way back)."""
     from cachedoctor import history
-    from cachedoctor.units import format_size
+    from cachedoctor.sizes import format_size
 
     by_tool: dict[str, list[TargetResult]] = {}
     for r in result.results:

@@ -85,7 +85,7 @@ class FreeSpaceBelow(_Condition):
         if (self.size is None) == (self.percent is None):
             raise ValueError("give exactly one of `size` (e.g. 10GB) or `percent`")
         if self.size is not None:
-            from cachedoctor.units import parse_size
+            from cachedoctor.sizes import parse_size
 
             parse_size(self.size)  # a UserInputError is a ValueError
         return self

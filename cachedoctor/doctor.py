@@ -139,7 +139,7 @@ class Context:
         return self._paths[location_id]
 
     def quota_for(self, location: Location) -> int | None:
-        from cachedoctor.units import parse_size
+        from cachedoctor.sizes import parse_size
 
         if self.quotas is None:
             from cachedoctor.quota import quota_table
@@ -243,7 +243,7 @@ def _link_target_missing(cond: c.LinkTargetMissing, ctx: Context) -> list[Hit]:
 
 
 def _free_space_below(cond: c.FreeSpaceBelow, ctx: Context) -> list[Hit]:
-    from cachedoctor.units import format_size, parse_size
+    from cachedoctor.sizes import format_size, parse_size
 
     limit = parse_size(cond.size) if cond.size else None
 
@@ -261,7 +261,7 @@ def _free_space_below(cond: c.FreeSpaceBelow, ctx: Context) -> list[Hit]:
 
 
 def _over_quota(cond: c.OverQuota, ctx: Context) -> list[Hit]:
-    from cachedoctor.units import format_size
+    from cachedoctor.sizes import format_size
     from cachedoctor.walker import measure
 
     cap = ctx.quota_for(ctx.profile.location(cond.location))

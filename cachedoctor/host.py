@@ -35,6 +35,9 @@ class Host:
     def getenv(self, name: str) -> str | None:
         """Environment lookup; case-insensitive on Windows, as the OS does it."""
         if self.is_windows:
+            exact = self.env.get(name)
+            if exact is not None:
+                return exact
             upper = name.upper()
             for key, value in self.env.items():
                 if key.upper() == upper:

@@ -103,7 +103,7 @@ def target_locations(profile: Profile, location_id: str | None) -> list[Location
 
 def cap_for(location: Location, size: str | None) -> int:
     """The cap in bytes: the given size, or the profile's recommended `quota`."""
-    from cachedoctor.units import parse_size
+    from cachedoctor.sizes import parse_size
 
     if size is None:
         if location.quota is None:
@@ -149,7 +149,7 @@ def apply_quotas(tool: str, caps: dict[str, int | None], *, dry_run: bool = Fals
 
 
 def _show(cap: int | None) -> str:
-    from cachedoctor.units import format_size
+    from cachedoctor.sizes import format_size
 
     return "none" if cap is None else format_size(cap)
 

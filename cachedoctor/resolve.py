@@ -8,13 +8,14 @@ Nothing here touches the filesystem except `expand_globs`.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import ntpath
 import posixpath
 import re
 
 from cachedoctor.errors import UserInputError
-from cachedoctor.host import Host
+from cachedoctor.host import Host, OsName
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _WIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_()]*")
@@ -39,15 +40,31 @@ def lookup(name: str, host: Host) -> str | None:
     return value
 
 
-def expand(template: str, host: Host) -> str:
-    """Expand one template for `host`; raises UnresolvedVariable for an unset variable."""
+Trace = list[tuple[str, "str | None"]]
+"""The optional variables (`${NAME:-fallback}`) a template looked at, in order, each with the
+value it used (None: unset, so its fallback was taken)."""
+
+
+def expand(template: str, host: Host, trace: Trace | None = None) -> str:
+    """Expand one template for `host`; raises UnresolvedVariable for an unset variable.
+
+    With `trace`, every `${NAME:-fallback}` looked up is appended to it: the first one with a
+    value is the variable that decided where the path is."""
     text = _expand_tilde(template, host)
-    text = _expand_variables(text, host)
+    text = _expand_variables(text, host, trace)
     text = _expand_tilde(text, host)  # a fallback such as ${XDG_CACHE_HOME:-~/.cache}
     return normalize(text, host)
 
 
-def _expand_variables(text: str, host: Host) -> str:
+def deciding_variable(trace: Trace) -> tuple[str, str] | None:
+    """(name, value) of the variable that decided a traced expansion; None: the default."""
+    for name, value in trace:
+        if value is not None:
+            return name, value
+    return None
+
+
+def _expand_variables(text: str, host: Host, trace: Trace | None = None) -> str:
     """A small scanner rather than a regex, because fallbacks nest: ${A:-${B:-~/x}/y}."""
     out: list[str] = []
     i = 0
@@ -59,10 +76,12 @@ def _expand_variables(text: str, host: Host) -> str:
             if not _NAME.fullmatch(name):
                 raise UserInputError(f"invalid variable reference ${{{name}}} in {text!r}")
             value = lookup(name, host)
+            if has_fallback and trace is not None:
+                trace.append((name, value))
             if value is None:
                 if not has_fallback:
                     raise UnresolvedVariable(name)
-                value = _expand_tilde(_expand_variables(fallback, host), host)
+                value = _expand_tilde(_expand_variables(fallback, host, trace), host)
             out.append(value)
             i = end + 1
         elif char == "$" and (bare := _NAME.match(text, i + 1)):
@@ -99,13 +118,47 @@ def _required(name: str, host: Host) -> str:
 class _AnyValue(dict[str, str]):
     """An environment in which every variable is set: for checking template syntax alone."""
 
+    def __init__(self, value: str) -> None:
+        super().__init__()
+        self.value = value
+
     def get(self, key: str, default: object = None) -> str:  # type: ignore[override]
-        return "/x"
+        return self.value
 
 
-def check_template(template: str) -> None:
-    """Raise UserInputError when a template is malformed (unbalanced braces, bad names)."""
-    expand(template, Host("linux", _AnyValue(), "/home"))
+class _NoOptional(dict[str, str]):
+    """An environment in which only required variables (`$NAME`, `%NAME%`) are set."""
+
+    def __init__(self, value: str, optional: set[str]) -> None:
+        super().__init__()
+        self.value, self.optional = value, optional
+
+    def get(self, key: str, default: object = None) -> str | None:  # type: ignore[override]
+        return None if key in self.optional else self.value
+
+
+def check_template(template: str, os_name: OsName | None = None) -> None:
+    """Raise UserInputError when a template is malformed (unbalanced braces, bad names), or,
+    for a path template of `os_name`, when it can expand to a relative path: a relative path
+    would depend on the folder cachedoctor was started in."""
+    flavour: OsName = "windows" if os_name == "windows" else "linux"
+    root = "C:\\x" if flavour == "windows" else "/x"
+    host = Host(flavour, _AnyValue(root), "C:\\Users\\u" if flavour == "windows" else "/home/u")
+    trace: Trace = []
+    path = expand(template, host, trace)
+    if os_name is None:
+        return
+    candidates = [path]
+    optional = {name for name, _ in trace}
+    if optional and flavour != "windows":  # every fallback taken: the defaults must be absolute too
+        with contextlib.suppress(UnresolvedVariable):
+            candidates.append(expand(template, Host(flavour, _NoOptional(root, optional), host.home)))
+    for candidate in candidates:
+        if not _is_absolute(candidate, host):
+            raise UserInputError(
+                f"path template {template!r} gives the relative path {candidate!r}: "
+                "start it with ~, a variable or an absolute path"
+            )
 
 
 def try_expand(template: str, host: Host) -> str | None:

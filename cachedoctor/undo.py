@@ -90,7 +90,7 @@ def _quota_subjects(change: Change) -> set[Subject]:
 
 def _quota_plan(change: Change, ctx: UndoContext) -> UndoPlan:
     from cachedoctor import quota
-    from cachedoctor.units import format_size
+    from cachedoctor.sizes import format_size
 
     ntfs = change.after.get("ntfs")
     if isinstance(ntfs, dict):

@@ -21,7 +21,7 @@ from cachedoctor.profiles.model import (
 )
 from cachedoctor.resolve import expand, try_expand
 from cachedoctor.safety import protected_reason
-from cachedoctor.units import parse_size
+from cachedoctor.sizes import parse_size
 
 PROFILES_DIR = Path(__file__).resolve().parents[1] / "profiles"
 PROFILE_FILES = sorted(PROFILES_DIR.glob("*.yaml"))

@@ -23,7 +23,7 @@ from cachedoctor.quota import (
     undo_change,
     usage,
 )
-from cachedoctor.units import parse_size
+from cachedoctor.sizes import parse_size
 from tests.conftest import IS_WINDOWS, needs_du, run_cli, user_cache_root
 
 PROFILE = """\

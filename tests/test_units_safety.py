@@ -9,7 +9,7 @@ import pytest
 from cachedoctor.errors import RefusedError, UserInputError
 from cachedoctor.host import Host
 from cachedoctor.safety import check_not_protected, is_within, protected_reason
-from cachedoctor.units import format_size, parse_age, parse_size
+from cachedoctor.sizes import format_size, parse_age, parse_size
 from tests.conftest import needs_symlinks
 
 

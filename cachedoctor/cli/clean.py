@@ -71,7 +71,7 @@ def clean(
     2 bad input or refused (protected folder, tool running).
     """
     from cachedoctor.clean import Policy
-    from cachedoctor.units import parse_age, parse_size
+    from cachedoctor.sizes import parse_age, parse_size
 
     age = parse_age(older_than) if older_than is not None else None
     size = parse_size(max_size) if max_size is not None else None
@@ -90,7 +90,7 @@ def clean(
         if not json_out:
             _render_plan(plan)
         totals = plan.totals()
-        from cachedoctor.units import format_size
+        from cachedoctor.sizes import format_size
 
         verb = "Send to the trash" if trash else "Delete"
         question = f"{verb} {totals['files']:,} files ({format_size(totals['bytes'])})?"
@@ -137,7 +137,7 @@ def _scheduled(tools: list[str], age: float | None, size: int | None, trash: boo
 
     from cachedoctor.clean import Policy, execute_plan, load_scheduled_policy, log_scheduled_run
     from cachedoctor.errors import CachedoctorError
-    from cachedoctor.units import format_size
+    from cachedoctor.sizes import format_size
 
     started = time.time()
     lines: list[str] = []

@@ -169,7 +169,7 @@ def _progress() -> Any:
 
     if not show_progress():
         return None
-    from cachedoctor.units import format_size
+    from cachedoctor.sizes import format_size
 
     def update(entries: int, nbytes: int) -> None:
         import sys
@@ -182,7 +182,7 @@ def _progress() -> Any:
 
 def _show_move_plan(plan: MovePlan, host: Host) -> None:
     from cachedoctor.relocate.methods import describe
-    from cachedoctor.units import format_size
+    from cachedoctor.sizes import format_size
 
     op = plan.op
     if plan.resumes:
@@ -201,7 +201,7 @@ def _show_move_plan(plan: MovePlan, host: Host) -> None:
 
 def _show_restore_plan(plan: RestorePlan, host: Host) -> None:
     from cachedoctor.relocate.methods import describe
-    from cachedoctor.units import format_size
+    from cachedoctor.sizes import format_size
 
     op = plan.op
     assert op is not None
@@ -219,7 +219,7 @@ def _show_restore_plan(plan: RestorePlan, host: Host) -> None:
 def _report(outcome: Outcome, json_out: bool, documents: list[dict[str, Any]]) -> None:
     import sys
 
-    from cachedoctor.units import format_size
+    from cachedoctor.sizes import format_size
 
     if sys.stderr.isatty():
         sys.stderr.write("\n")

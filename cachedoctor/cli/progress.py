@@ -15,7 +15,7 @@ SHOW_AFTER = 0.5  # seconds: a quick scan should not flash a progress line
 def scan_progress() -> Iterator[ProgressCallback]:
     from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-    from cachedoctor.units import format_size
+    from cachedoctor.sizes import format_size
 
     progress = Progress(
         SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),

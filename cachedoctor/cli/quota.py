@@ -98,7 +98,7 @@ def set_command(
 
 
 def _text(cap: int | None) -> str:
-    from cachedoctor.units import format_size
+    from cachedoctor.sizes import format_size
 
     return "no quota" if cap is None else f"{format_size(cap)} ({cap:,} bytes)"
 
@@ -110,7 +110,7 @@ def _ntfs(profile: Any, locations: list[Any], size: str | None, *, drive: str | 
     from cachedoctor.host import Host
     from cachedoctor.profiles.resolved import declared_paths
     from cachedoctor.quota import cap_for, is_windows_admin, ntfs_commands, ntfs_drive, ntfs_user
-    from cachedoctor.units import parse_size
+    from cachedoctor.sizes import parse_size
 
     host = Host.current()
     limit = cap_for(locations[0], size)
@@ -175,7 +175,7 @@ def list_command(json_out: JsonOption = False) -> None:
         from rich.table import Table
 
         from cachedoctor.cli.render import bar
-        from cachedoctor.units import format_size
+        from cachedoctor.sizes import format_size
 
         table = Table(box=None, header_style="bold", pad_edge=False)
         for column in ("tool", "location", "used", "quota", "", "%", "path"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from cachedoctor.units import format_size
+from cachedoctor.sizes import format_size
 
 BAR_WIDTH = 20
 

@@ -88,7 +88,7 @@ def _render(report: ScanReport, *, by_tool: bool) -> None:
     from rich.table import Table
 
     from cachedoctor.cli.render import bar, bar_width_for, size, when
-    from cachedoctor.units import format_size
+    from cachedoctor.sizes import format_size
 
     console = stdout_console()
     if not report.entries and not report.unclaimed:

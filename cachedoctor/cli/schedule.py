@@ -75,7 +75,7 @@ def install(
         schtasks,
         systemd,
     )
-    from cachedoctor.units import parse_age
+    from cachedoctor.sizes import parse_age
 
     host = Host.current()
     schedule = parse_schedule(every, at)
@@ -218,7 +218,7 @@ def status(json_out: JsonOption = False) -> None:
     )
     last = report["last_run"]
     if last:
-        from cachedoctor.units import format_size
+        from cachedoctor.sizes import format_size
 
         console.print(
             f"last run: {last.get('logged_at', '?')}: {last.get('status')}, "

@@ -8,13 +8,32 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from cachedoctor.conditions import Condition
 from cachedoctor.host import Host, OsName
 
 Identifier = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=64)]
 PathTemplates = Annotated[list[str], Field(min_length=1)]
+Category = Literal[
+    "ai", "browser", "ide", "package", "build", "test", "container", "system", "other"
+]
+CATEGORIES: tuple[str, ...] = (
+    "ai", "browser", "ide", "package", "build", "test", "container", "system", "other"
+)
+ConfigFormat = Literal["ini", "npmrc", "yaml", "json", "jsonc", "toml", "properties", "xml"]
+# Formats cachedoctor can also write (format-preserving); `properties` and `xml` are read only.
+WritableFormat = Literal["ini", "npmrc", "yaml", "json", "jsonc", "toml"]
+Capability = Literal["symlinks", "hardlinks", "case_sensitive", "modes"]
 
 
 class _Model(BaseModel):
@@ -51,11 +70,12 @@ class PathsPerOs(PerOs):
 
     @field_validator("windows", "macos", "linux", "wsl")
     @classmethod
-    def _valid_templates(cls, values: list[str] | None) -> list[str] | None:
+    def _valid_templates(cls, values: list[str] | None, info: ValidationInfo) -> list[str] | None:
         from cachedoctor.resolve import check_template
 
+        os_name = "linux" if info.field_name == "wsl" else info.field_name
         for template in values or []:
-            check_template(template)  # a UserInputError is a ValueError: pydantic reports it
+            check_template(template, os_name)  # a UserInputError is a ValueError: pydantic reports it
         return values
 
 
@@ -104,7 +124,7 @@ class ConfigRelocation(_Model):
 
     method: Literal["config"]
     file: PathsPerOs
-    format: Literal["ini", "npmrc", "yaml", "json", "jsonc", "toml"]
+    format: WritableFormat
     key: str | list[str] = Field(description="A flat key, or a list of nested keys.")
     section: str | None = Field(
         default=None, description="INI section, e.g. `global` for pip.conf."
@@ -117,6 +137,157 @@ class ConfigRelocation(_Model):
 Relocation = Annotated[
     Union[LinkRelocation, EnvRelocation, PolicyRelocation, ConfigRelocation],  # noqa: UP007
     Field(discriminator="method"),
+]
+
+
+class ConfigKey(_Model):
+    """One key of the tool's own config files."""
+
+    file: PathsPerOs = Field(
+        description="The files the tool reads, highest precedence first: the first file that "
+        "sets the key decides.",
+    )
+    format: ConfigFormat
+    key: str | list[str] = Field(description="A flat key, or a list of nested keys.")
+    section: str | None = Field(default=None, description="INI section, e.g. `global`.")
+
+
+class ServiceRef(_Model):
+    """The background service whose own environment a variable must be in."""
+
+    systemd: str | None = Field(
+        default=None,
+        description="Linux: the systemd system unit (e.g. `ollama.service`) whose `Environment=` "
+        "lines (unit file and drop-ins) the variable is read from.",
+    )
+
+
+class _Setting(_Model):
+    value: str = Field(
+        default="{value}",
+        description="Path template of the location given the setting's value `{value}`, "
+        "e.g. `{value}/hub` for HF_HOME.",
+    )
+    replaces: PathsPerOs | None = Field(
+        default=None,
+        description="The part of the location's paths that the value takes the place of "
+        "(default: the whole path; for a policy, the folder the paths have in common).",
+    )
+
+
+class EnvSetting(_Setting):
+    """An environment variable the tool reads (the first of `env` that is set decides)."""
+
+    env: list[str] = Field(min_length=1)
+    separator: str | None = Field(
+        default=None, description="The variable holds a list (`CONDA_PKGS_DIRS=a,b`): its first entry."
+    )
+    service: ServiceRef | None = Field(
+        default=None,
+        description="The variable is read by a service from its own environment, not from shells.",
+    )
+
+    @field_validator("env", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return _listify(value)
+
+
+class ConfigSetting(_Setting):
+    """A key in the tool's config files (pip.conf `cache-dir`, .npmrc `cache`, .condarc `pkgs_dirs`)."""
+
+    config: ConfigKey
+    pick: Literal["value", "first"] = Field(
+        default="value", description="`first`: the key holds a list; its first entry decides."
+    )
+
+
+class PolicySetting(_Setting):
+    """A managed browser policy (`DiskCacheDir`)."""
+
+    policy: str = "DiskCacheDir"
+    browser: Literal["chrome", "edge", "chromium"]
+
+
+def _setting_tag(value: Any) -> str | None:
+    if isinstance(value, dict):
+        for tag in ("env", "config", "policy"):
+            if tag in value:
+                return tag
+        return None
+    for tag, cls in (("env", EnvSetting), ("config", ConfigSetting), ("policy", PolicySetting)):
+        if isinstance(value, cls):
+            return tag
+    return None
+
+
+Setting = Annotated[
+    Union[  # noqa: UP007 - a discriminated union needs the Union form
+        Annotated[EnvSetting, Tag("env")],
+        Annotated[ConfigSetting, Tag("config")],
+        Annotated[PolicySetting, Tag("policy")],
+    ],
+    Discriminator(_setting_tag, custom_error_type="setting_kind",
+                  custom_error_message="a setting names one of `env`, `config` or `policy`"),
+]
+
+
+class AskTool(_Model):
+    """Ask the installed tool where its cache is (`cachedoctor where --ask-tools`)."""
+
+    command: list[str] = Field(min_length=1, description="argv; argv[0] is looked up on PATH.")
+    json_key: str | None = Field(
+        default=None,
+        description="The output is JSON: the dotted key (list indexes as numbers) holding the "
+        "path, e.g. `pkgs_dirs.0`. Without it, the first non-empty line of stdout.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _argv_shorthand(cls, value: Any) -> Any:
+        return {"command": value} if isinstance(value, list) else value
+
+
+class HfHubUnits(_Model):
+    """Hugging Face hub repos (`models--org--name`, `datasets--...`, `spaces--...`): revisions
+    (`snapshots/<rev>` + `refs/*`) over shared `blobs/`."""
+
+    type: Literal["hf-hub"]
+
+
+class OllamaUnits(_Model):
+    """Ollama models: `manifests/<registry>/<ns>/<model>/<tag>` referencing `blobs/sha256-*`."""
+
+    type: Literal["ollama-models"]
+
+
+class EntryUnits(_Model):
+    """Each child of `under` (a folder relative to the location; a glob is allowed) is one
+    independent unit: pip `wheels/`, Cargo `registry/src/*`, Gradle `caches/modules-2/files-2.1`."""
+
+    type: Literal["directory-entries"]
+    under: str = "."
+
+
+class ContentAddressedUnits(_Model):
+    """A store the tool itself indexes (npm `_cacache`, pip `http-v2`): single files are
+    independent, so file-level least-recently-used eviction is right."""
+
+    type: Literal["content-addressed"]
+    under: str = "."
+
+
+class ToolOnlyUnits(_Model):
+    """Only the tool's own command may clean this store (hard links or symlinks into its
+    consumers, read-only files, an index of its own)."""
+
+    type: Literal["tool-only"]
+    why: str
+
+
+UnitSpec = Annotated[
+    Union[HfHubUnits, OllamaUnits, EntryUnits, ContentAddressedUnits, ToolOnlyUnits],  # noqa: UP007
+    Field(discriminator="type"),
 ]
 
 
@@ -148,14 +319,52 @@ class Location(_Model):
     paths: PathsPerOs
     safe_to_delete: bool
     relocate: list[Relocation] = Field(default_factory=list)
+    set_by: list[Setting] = Field(
+        default_factory=list,
+        description="The tool's own settings that move this location, highest precedence first "
+        "(the variables, config keys and policies of `relocate` are added after these).",
+    )
+    ask: AskTool | None = Field(
+        default=None, description="The tool's own command that prints where this location is."
+    )
+    requires: list[Capability] = Field(
+        default_factory=list,
+        description="What a destination filesystem must hold for this cache to work there.",
+    )
+    links_into: str | None = Field(
+        default=None,
+        description="Path template of where the tool's consumers live (`~`): the store "
+        "hard-links into them, so it must stay on their filesystem.",
+    )
+    link_forbidden: str | None = Field(
+        default=None, description="Why `move --method link` must not be used for this location."
+    )
+    units: list[UnitSpec] = Field(
+        default_factory=list,
+        description="What one listable, deletable item of this location is.",
+    )
     clean: CleanSpec | None = None
     quota: str | None = Field(default=None, description="Recommended cap, e.g. `20GB`.")
+
+    @field_validator("units", mode="before")
+    @classmethod
+    def _units_one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, dict) else value
+
+    @field_validator("links_into")
+    @classmethod
+    def _valid_links_into(cls, value: str | None) -> str | None:
+        if value is not None:
+            from cachedoctor.resolve import check_template
+
+            check_template(value)
+        return value
 
     @field_validator("quota")
     @classmethod
     def _valid_size(cls, value: str | None) -> str | None:
         if value is not None:
-            from cachedoctor.units import parse_size
+            from cachedoctor.sizes import parse_size
 
             parse_size(value)  # a UserInputError is a ValueError
         return value
@@ -209,6 +418,10 @@ class Check(_Model):
 class Profile(_Model):
     id: Identifier
     name: str
+    category: Category = "other"
+    aliases: list[Identifier] = Field(
+        default_factory=list, description="Other names accepted on the command line (`hf`)."
+    )
     description: str
     homepage: str | None = None
     sources: list[str] = Field(default_factory=list, description="Where each fact comes from.")

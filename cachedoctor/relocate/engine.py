@@ -219,7 +219,7 @@ class _VerifyFailed(Exception):
 
 def _copy_failure(op: Operation, exc: BaseException) -> CachedoctorError:
     from cachedoctor.drives import drive_of
-    from cachedoctor.units import format_size
+    from cachedoctor.sizes import format_size
 
     sources = ", ".join(p.source for p in op.pairs)
     if isinstance(exc, _VerifyFailed):

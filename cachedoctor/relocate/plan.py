@@ -288,7 +288,7 @@ def check_room(where: str, path: str, free_bytes: int | None, needed_bytes: int,
                needed_inodes: int) -> None:
     """Refuse before anything changes when the copy would not fit: bytes (plus a margin) and,
     where the filesystem has a fixed number, inodes (files and folders)."""
-    from cachedoctor.units import format_size
+    from cachedoctor.sizes import format_size
 
     if needed_bytes and free_bytes is not None:
         want = needed_bytes + margin_for(needed_bytes)
