@@ -73,7 +73,7 @@ class PathsPerOs(PerOs):
     def _valid_templates(cls, values: list[str] | None, info: ValidationInfo) -> list[str] | None:
         from cachedoctor.resolve import check_template
 
-        os_name = "linux" if info.field_name == "wsl" else info.field_name
+        os_name: OsName = "linux" if info.field_name == "wsl" else info.field_name  # type: ignore[assignment]
         for template in values or []:
             check_template(template, os_name)  # a UserInputError is a ValueError: pydantic reports it
         return values
