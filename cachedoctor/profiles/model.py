@@ -339,6 +339,12 @@ class Location(_Model):
     link_forbidden: str | None = Field(
         default=None, description="Why `move --method link` must not be used for this location."
     )
+    how_to_move: PerOs | None = Field(
+        default=None,
+        description="Per OS, the documented steps that move this location by the tool's own "
+        "means (`wsl --manage <distro> --move D:\\wsl`): shown by `move` and `which` when "
+        "cachedoctor must not move it itself.",
+    )
     units: list[UnitSpec] = Field(
         default_factory=list,
         description="What one listable, deletable item of this location is.",
