@@ -21,9 +21,10 @@ from pathlib import Path
 from typing import Any
 
 from cachedoctor.configedit.common import ConfigSyntaxError
+from cachedoctor.configedit.formats import NAMES as FORMATS
+from cachedoctor.configedit.formats import Format, get_format, writable_format
 from cachedoctor.errors import OperationFailed, UserInputError
 
-FORMATS = ("jsonc", "json", "yaml", "toml", "ini", "npmrc")
 Key = str | list[str]
 
 
@@ -49,27 +50,24 @@ class ConfigEdit:
         return self.before is not None
 
 
-def key_path(key: Key, *, section: str | None = None, fmt: str = "json") -> list[str]:
+def key_path(key: Key, *, section: str | None = None, fmt: str | Format = "json") -> list[str]:
+    """The key as a path of names; for formats without INI sections, `section` leads it."""
+    spec = get_format(fmt) if isinstance(fmt, str) else fmt
     if isinstance(key, str):
         parts = [key]
     elif isinstance(key, (list, tuple)) and key and all(isinstance(k, str) for k in key):
         parts = list(key)
     else:
         raise UserInputError(f"invalid key {key!r}: expected a string or a list of strings")
-    if fmt in ("ini", "npmrc"):
+    if spec.flat:
         if len(parts) != 1:
-            raise UserInputError(f"{fmt} keys are flat: got the nested key {parts!r}")
+            raise UserInputError(f"{spec.name} keys are flat: got the nested key {parts!r}")
         return parts
-    return ([section] if section else []) + parts
+    return ([section] if section and not spec.sections else []) + parts
 
 
 def show_key(key: Key) -> str:
     return key if isinstance(key, str) else " > ".join(key)
-
-
-def _check_fmt(fmt: str) -> None:
-    if fmt not in FORMATS:
-        raise UserInputError(f"unknown config format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
 # --- text level ------------------------------------------------------------------------------
@@ -77,72 +75,25 @@ def _check_fmt(fmt: str) -> None:
 
 def get_in_text(text: str, fmt: str, key: Key, *, section: str | None = None) -> Any:
     """The value of `key` in `text`; KeyError when absent, ConfigSyntaxError when malformed."""
-    _check_fmt(fmt)
-    path = key_path(key, section=section, fmt=fmt)
-    if fmt in ("json", "jsonc"):
-        from cachedoctor.configedit import jsonc
-
-        return jsonc.get_value(text, path, jsonc=fmt == "jsonc")
-    if fmt == "yaml":
-        from cachedoctor.configedit import yamlfile
-
-        return yamlfile.get_value(text, path)
-    if fmt == "toml":
-        from cachedoctor.configedit import tomlfile
-
-        return tomlfile.get_value(text.lstrip("\ufeff"), path)
-    from cachedoctor.configedit import inifile
-
-    return inifile.get_value(text, section, path[0], npmrc=fmt == "npmrc")
+    spec = get_format(fmt)
+    return spec.get(text, key_path(key, section=section, fmt=spec), section)
 
 
 def set_in_text(text: str, fmt: str, key: Key, value: Any, *, section: str | None = None) -> str:
     """`text` with `key` set to `value`, verified by re-parsing; raises ConfigSyntaxError for
     malformed input and ValueError when the value cannot go there."""
-    _check_fmt(fmt)
-    path = key_path(key, section=section, fmt=fmt)
-    if fmt in ("json", "jsonc"):
-        from cachedoctor.configedit import jsonc
-
-        after = jsonc.set_value(text, path, value, jsonc=fmt == "jsonc")
-    elif fmt == "yaml":
-        from cachedoctor.configedit import yamlfile
-
-        after = yamlfile.set_value(text, path, value)  # span edits are checked inside
-    elif fmt == "toml":
-        from cachedoctor.configedit import tomlfile
-
-        bom = "\ufeff" if text.startswith("\ufeff") else ""
-        after = bom + tomlfile.set_value(text[len(bom):], path, value)
-    else:
-        from cachedoctor.configedit import inifile
-
-        after = inifile.set_value(text, section, path[0], value, npmrc=fmt == "npmrc")
+    spec = writable_format(fmt)
+    assert spec.set is not None
+    after = spec.set(text, key_path(key, section=section, fmt=spec), value, section)
     if after != text:
         _verify(after, fmt, key, section, value)
     return after
 
 
 def remove_in_text(text: str, fmt: str, key: Key, *, section: str | None = None) -> str:
-    _check_fmt(fmt)
-    path = key_path(key, section=section, fmt=fmt)
-    if fmt in ("json", "jsonc"):
-        from cachedoctor.configedit import jsonc
-
-        after = jsonc.remove_value(text, path, jsonc=fmt == "jsonc")
-    elif fmt == "yaml":
-        from cachedoctor.configedit import yamlfile
-
-        after = yamlfile.remove_value(text, path)
-    elif fmt == "toml":
-        from cachedoctor.configedit import tomlfile
-
-        bom = "\ufeff" if text.startswith("\ufeff") else ""
-        after = bom + tomlfile.remove_value(text[len(bom):], path)
-    else:
-        from cachedoctor.configedit import inifile
-
-        after = inifile.remove_value(text, section, path[0], npmrc=fmt == "npmrc")
+    spec = writable_format(fmt)
+    assert spec.remove is not None
+    after = spec.remove(text, key_path(key, section=section, fmt=spec), section)
     if after != text:
         _verify(after, fmt, key, section, MISSING)
     return after
@@ -268,6 +219,18 @@ def get_key(path: Path, fmt: str, key: Key, *, section: str | None = None) -> An
 
 
 __all__ = [
-    "FORMATS", "MISSING", "ConfigEdit", "ConfigSyntaxError", "get_in_text", "get_key",
-    "remove_in_text", "remove_key", "set_in_text", "set_key", "show_key", "unified_diff",
+    "FORMATS",
+    "MISSING",
+    "ConfigEdit",
+    "ConfigSyntaxError",
+    "Format",
+    "get_format",
+    "get_in_text",
+    "get_key",
+    "remove_in_text",
+    "remove_key",
+    "set_in_text",
+    "set_key",
+    "show_key",
+    "unified_diff",
 ]

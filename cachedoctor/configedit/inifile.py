@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cachedoctor.configedit.common import ConfigSyntaxError, newline_of
+from cachedoctor.configedit.formats import Format
 
 _SECTION = re.compile(r"^\s*\[(?P<name>[^\]]+)\]\s*(?:[#;].*)?$")
 
@@ -151,3 +152,17 @@ def remove_value(text: str, section: str | None, key: str, *, npmrc: bool) -> st
         return text
     del parsed.lines[entry.line:entry.line + entry.count]
     return "".join(parsed.lines)
+
+
+def _format(name: str, npmrc: bool) -> Format:
+    return Format(
+        name,
+        get=lambda text, path, section: get_value(text, section, path[0], npmrc=npmrc),
+        set=lambda text, path, value, section: set_value(text, section, path[0], value, npmrc=npmrc),
+        remove=lambda text, path, section: remove_value(text, section, path[0], npmrc=npmrc),
+        flat=True,
+        sections=not npmrc,
+    )
+
+
+FORMATS = {"ini": _format("ini", False), "npmrc": _format("npmrc", True)}

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cachedoctor.configedit.common import ConfigSyntaxError, position
+from cachedoctor.configedit.formats import Format
 
 KeyPath = list[str]
 
@@ -418,3 +419,15 @@ def get_value(text: str, path: KeyPath, *, jsonc: bool) -> Any:
             raise KeyError(".".join(path))
         current = current[key]
     return current
+
+
+def _format(name: str, jsonc: bool) -> Format:
+    return Format(
+        name,
+        get=lambda text, path, _section: get_value(text, path, jsonc=jsonc),
+        set=lambda text, path, value, _section: set_value(text, path, value, jsonc=jsonc),
+        remove=lambda text, path, _section: remove_value(text, path, jsonc=jsonc),
+    )
+
+
+FORMATS = {"json": _format("json", False), "jsonc": _format("jsonc", True)}

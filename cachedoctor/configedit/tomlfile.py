@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from cachedoctor.configedit.common import ConfigSyntaxError
+from cachedoctor.configedit.formats import Format
 
 _LONE_LF = re.compile(r"(?<!\r)\n")
 
@@ -69,3 +70,24 @@ def remove_value(text: str, path: list[str]) -> str:
 
 def _restore_newlines(result: str, original: str) -> str:
     return _LONE_LF.sub("\r\n", result) if "\r\n" in original else result
+
+
+def _split_bom(text: str) -> tuple[str, str]:
+    return ("\ufeff", text[1:]) if text.startswith("\ufeff") else ("", text)
+
+
+def _get(text: str, path: list[str], _section: str | None) -> Any:
+    return get_value(_split_bom(text)[1], path)
+
+
+def _set(text: str, path: list[str], value: Any, _section: str | None) -> str:
+    bom, body = _split_bom(text)
+    return bom + set_value(body, path, value)
+
+
+def _remove(text: str, path: list[str], _section: str | None) -> str:
+    bom, body = _split_bom(text)
+    return bom + remove_value(body, path)
+
+
+FORMATS = {"toml": Format("toml", _get, _set, _remove)}

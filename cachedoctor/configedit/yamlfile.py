@@ -16,6 +16,7 @@ import re
 from typing import Any
 
 from cachedoctor.configedit.common import ConfigSyntaxError
+from cachedoctor.configedit.formats import Format
 
 _PLAIN_END = re.compile(r"\s+#|\s*$")
 
@@ -361,3 +362,13 @@ def remove_value(text: str, path: list[str]) -> str:
             pass
     del parent[path[-1]]
     return _dump(data, text)
+
+
+FORMATS = {
+    "yaml": Format(
+        "yaml",
+        get=lambda text, path, _section: get_value(text, path),
+        set=lambda text, path, value, _section: set_value(text, path, value),  # span edits checked inside
+        remove=lambda text, path, _section: remove_value(text, path),
+    )
+}
