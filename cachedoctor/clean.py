@@ -28,13 +28,19 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from cachedoctor.errors import RefusedError, UserInputError
 from cachedoctor.host import Host
 from cachedoctor.profiles.model import CleanSpec, Location, Profile
 from cachedoctor.safedelete import DeleteResult, FileInfo, Rules, Skipped, clean_tree, walk_files
 from cachedoctor.safety import check_not_protected, is_within
+
+if TYPE_CHECKING:
+    from cachedoctor.inuse import UseReport
+    from cachedoctor.locate.world import World
+
+InUse = Callable[[Sequence[str]], "UseReport"]
 
 Mode = Literal["empty", "command", "policy"]
 LARGEST = 5
@@ -51,6 +57,7 @@ class Policy:
     max_size: int | None = None  # bytes
     trash: bool = False
     kinds: tuple[str, ...] | None = None  # only locations of these kinds (scheduled runs)
+    force: bool = False  # clean locations that are in use (a process has files open there)
     now: float = field(default_factory=time.time)
 
 
@@ -115,6 +122,7 @@ class Refusal:
     path: str
     reason: str
     refused: bool  # True: a safety rule refused it (exit 2); False: just not applicable
+    in_use: bool = False  # refused because a process uses it (the scheduled job just skips)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -123,6 +131,7 @@ class Refusal:
             "path": self.path,
             "reason": self.reason,
             "refused": self.refused,
+            "in_use": self.in_use,
         }
 
 
@@ -232,13 +241,15 @@ def plan_clean(
     all_profiles: Iterable[Profile] = (),
     measure: bool = True,
     which: Callable[[str], str | None] = shutil.which,
-    running: Callable[[Profile, Host], list[Any]] | None = None,
+    in_use: InUse | None = None,
+    world: World | None = None,
 ) -> CleanPlan:
-    """Decide what each existing location of `profiles` loses; measure it unless `measure` is off.
+    """Decide what each existing location of `profiles` loses (where the tool really keeps it);
+    measure it unless `measure` is off.
 
     Raises UserInputError when nothing was asked: no tool named, no age, no size and no quota.
     """
-    from cachedoctor.profiles.resolved import declared_paths, location_paths
+    from cachedoctor.locate import observe, pictures
 
     quotas = quotas or {}
     if not policy.explicit and policy.older_than is None and policy.max_size is None and not quotas:
@@ -246,51 +257,48 @@ def plan_clean(
             "nothing to clean: name the tools to empty (e.g. `cachedoctor clean pip`), "
             "or give --older-than / --max-size, or set a quota with `cachedoctor quota set`"
         )
-    if running is None:
-        from cachedoctor.processes import running_processes
+    if in_use is None:
+        from cachedoctor.inuse import find_uses
 
-        running = running_processes
-    others = [p for _, p in declared_paths_of(all_profiles or profiles, host, declared_paths)]
+        in_use = find_uses
+    world = world if world is not None else observe(host)
+    everything = pictures(all_profiles or profiles, world)
+    others = [place.data or place.path for pic in everything for place in pic.existing]
     plan = CleanPlan(policy=policy)
-    for profile in profiles:
-        busy = running(profile, host)
-        for lp in location_paths(profile, host):
-            loc = lp.location
-            target = _plan_location(profile, loc, lp.path, host, policy, quotas, which, plan)
+    for picture in pictures(profiles, world):
+        loc, tool = picture.location, picture.tool
+        profile = next(p for p in profiles if p.id == tool)
+        if picture.pending is not None:
+            if picture.existing or policy.explicit:
+                plan.left_alone.append(Refusal(
+                    tool, loc.id, picture.pending.base,
+                    f"an interrupted {picture.pending.kind} of it is unfinished; finish or roll it "
+                    "back first (see `cachedoctor doctor`)", True))
+            continue
+        for place in picture.existing:
+            target = _plan_location(profile, loc, place.path, host, policy, quotas, which, plan)
             if target is None:
                 continue
-            if busy:
-                names = ", ".join(sorted({getattr(p, "name", str(p)) for p in busy}))
-                plan.left_alone.append(
-                    Refusal(
-                        profile.id,
-                        loc.id,
-                        lp.path,
-                        f"{profile.name} is running ({names}); close it first",
-                        True,
-                    )
-                )
+            report = in_use([target.root])
+            if report.in_use and not policy.force:
+                plan.left_alone.append(Refusal(
+                    tool, loc.id, place.path, f"in use: {report.describe()} (close it, or pass "
+                    "--force)", True, in_use=True))
                 continue
+            if report.in_use:
+                target.reasons.append(f"in use, going ahead because of --force: {report.describe()}")
             target.rules = _with_nested_excluded(target.rules, target.root, others)
             if measure or target.mode == "policy":
                 _measure(target, policy.now)
             plan.targets.append(target)
+        if policy.explicit:
+            for path in picture.unused:
+                plan.left_alone.append(Refusal(
+                    tool, loc.id, path,
+                    f"no longer used by {profile.name} (its settings point elsewhere: "
+                    f"{', '.join(p.path for p in picture.places) or 'nowhere'}); "
+                    "delete it yourself if you do not need it", False))
     return plan
-
-
-def declared_paths_of(
-    profiles: Iterable[Profile],
-    host: Host,
-    declared: Callable[[Profile, Host], list[tuple[Location, str]]],
-) -> list[tuple[str, str]]:
-    from cachedoctor.resolve import expand_globs
-
-    out: list[tuple[str, str]] = []
-    for profile in profiles:
-        for location, pattern in declared(profile, host):
-            for path in expand_globs(pattern):
-                out.append((f"{profile.id}/{location.id}", path))
-    return out
 
 
 def _plan_location(
@@ -399,7 +407,9 @@ def _tool_command(spec: CleanSpec | None, which: Callable[[str], str | None]) ->
             hint="a profile names a program on PATH or gives its absolute path",
         )
     if which is shutil.which:
-        exe = shutil.which(program, path=_absolute_path_entries())
+        from cachedoctor.locate.ask import absolute_path_entries
+
+        exe = shutil.which(program, path=absolute_path_entries())
     else:
         exe = which(program)
     if exe and not (os.path.isabs(exe) or _is_windows_abs(exe)):
@@ -411,12 +421,6 @@ def _is_windows_abs(path: str) -> bool:
     import ntpath
 
     return bool(ntpath.splitdrive(path)[0]) and ntpath.isabs(path)
-
-
-def _absolute_path_entries() -> str:
-    """PATH without empty, `.` or other relative entries."""
-    entries = os.environ.get("PATH", os.defpath).split(os.pathsep)
-    return os.pathsep.join(e for e in entries if e and os.path.isabs(e))
 
 
 def _program_inside(exe: str, path: str, root: str) -> bool:

@@ -33,7 +33,7 @@ Mount = tuple[str, str, str, tuple[str, ...]]  # (mount point, device, fs type, 
 
 
 @lru_cache(maxsize=1)
-def _partitions() -> tuple[Mount, ...]:
+def partitions() -> tuple[Mount, ...]:
     if os.path.exists("/proc/self/mounts"):  # Linux: read directly, psutil costs start-up time
         with open("/proc/self/mounts", encoding="utf-8", errors="surrogateescape") as fh:
             return parse_proc_mounts(fh.read())
@@ -95,7 +95,7 @@ def drive_of(path: str) -> DriveInfo | None:
         dev,
         fs,
         opts,
-    ) in _partitions():  # the last mount on a point wins, as in the kernel
+    ) in partitions():  # the last mount on a point wins, as in the kernel
         if os.path.normcase(mountpoint) == os.path.normcase(mount) and len(mountpoint) >= best:
             device, fstype, options, best = dev, fs, opts, len(mountpoint)
     try:

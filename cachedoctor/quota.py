@@ -198,18 +198,23 @@ class QuotaUsage:
 
 
 def usage(profiles: dict[str, Profile], host: Host) -> list[QuotaUsage]:
-    """Every quota with the allocated size of its location now (measured like `du`)."""
-    from cachedoctor.profiles.resolved import location_paths
+    """Every quota with the allocated size of its location now (measured like `du`), where the
+    tool really keeps it."""
+    from cachedoctor.locate import observe, picture
     from cachedoctor.walker import measure
 
+    world = observe(host)
     rows = []
     for (tool, loc), cap in sorted(quota_table().items()):
         profile = profiles.get(tool)
         known = profile is not None and any(x.id == loc for x in profile.locations)
-        paths = [lp.path for lp in location_paths(profile, host, loc)] if profile and known else []
+        places = picture(profile, loc, world).existing if profile and known else []
+        paths = [p.path for p in places]
         used, partial = 0, False
-        for path in paths:
-            walk = measure(path)
+        for place in places:
+            if place.data is None:
+                continue  # a broken relocation link: nothing is there
+            walk = measure(place.data)
             used += walk.allocated_bytes
             partial = partial or walk.partial
         rows.append(QuotaUsage(tool, loc, cap, used, paths, partial, known))

@@ -13,6 +13,7 @@ from cachedoctor.walker import WalkResult, measure
 
 if TYPE_CHECKING:  # profiles are imported only when scanning them: `scan --path` starts faster
     from cachedoctor.host import Host
+    from cachedoctor.locate.world import World
     from cachedoctor.profiles.model import Profile
 
 UNCLAIMED_LIMIT = 10
@@ -40,6 +41,9 @@ class ScanEntry:
     drive: DriveInfo | None = None
     safe_to_delete: bool | None = None
     quota_bytes: int | None = None
+    how: str | None = None  # how the path was decided (`env HF_HUB_CACHE (from ~/.profile)`)
+    unused: bool = False  # the tool's default folder, no longer used since a setting moved it
+    seen_by: str | None = None  # who uses this path, when not everyone ("this shell only")
 
     def to_json(self) -> dict[str, Any]:
         w = self.walk
@@ -48,6 +52,9 @@ class ScanEntry:
             "location": self.location,
             "name": self.name,
             "path": self.path,
+            "how": self.how,
+            "unused": self.unused,
+            "seen_by": self.seen_by,
             "link": self.link,
             "target": self.target,
             "broken": self.broken,
@@ -125,26 +132,38 @@ def scan_profiles(
     include_unclaimed: bool = True,
     quotas: dict[tuple[str, str], int] | None = None,
     progress: ProgressCallback | None = None,
+    world: World | None = None,
 ) -> ScanReport:
-    """Measure every existing location of `profiles`; a relocated location is measured at its target."""
-    from cachedoctor.profiles.resolved import location_paths
+    """Measure every location of `profiles` where the tool really keeps it (its settings,
+    variables and links observed); a relocated location is measured at its target. A default
+    folder the tool no longer uses (a setting moved it) is listed too, marked unused."""
+    from cachedoctor.locate import observe, pictures
 
+    world = world if world is not None else observe(host)
     report = ScanReport()
-    for profile in profiles:
-        for lp in location_paths(profile, host):
+    for picture in pictures(profiles, world):
+        loc = picture.location
+        rows: list[tuple[str, str, bool, str | None]] = [
+            (place.path, place.how(), False, None) for place in picture.places if place.exists]
+        if picture.shell is not None:
+            rows += [(place.path, place.how(), False, "this shell only")
+                     for place in picture.shell if place.exists]
+        rows += [(path, "default, no longer used", True, None) for path in picture.unused]
+        seen: set[str] = set()
+        for path, how, unused, seen_by in rows:
+            if path in seen:
+                continue
+            seen.add(path)
             entry = ScanEntry(
-                lp.tool,
-                lp.location.id,
-                lp.location.name,
-                lp.path,
-                WalkResult(lp.path),
-                safe_to_delete=lp.location.safe_to_delete,
-                quota_bytes=(quotas or {}).get((lp.tool, lp.location.id)),
+                picture.tool, loc.id, loc.name, path, WalkResult(path),
+                safe_to_delete=loc.safe_to_delete,
+                quota_bytes=None if unused else (quotas or {}).get((picture.tool, loc.id)),
+                how=how, unused=unused, seen_by=seen_by,
             )
             report.entries.append(_measure_entry(entry, one_file_system, progress))
     if include_unclaimed:
         report.unclaimed = scan_unclaimed(
-            profiles, host, one_file_system=one_file_system, progress=progress
+            profiles, host, one_file_system=one_file_system, progress=progress, world=world
         )
     report.entries.sort(key=lambda e: e.walk.allocated_bytes, reverse=True)
     return report
@@ -163,19 +182,33 @@ def scan_paths(
     return report
 
 
-def unclaimed_candidates(profiles: Sequence[Profile], host: Host) -> list[str]:
-    """Folders directly under the user cache roots that no profile location overlaps."""
-    from cachedoctor.profiles.resolved import declared_paths
+def claimed_paths(profiles: Sequence[Profile], world: World) -> list[str]:
+    """Every folder a profile accounts for: where the tools are, where they would be by
+    default, and (for globs) the folder the matches are kept in."""
+    from cachedoctor.locate import pictures
     from cachedoctor.resolve import has_glob, try_expand
+
+    claimed: list[str] = []
+    host = world.host
+    for picture in pictures(profiles, world):
+        claimed += [p.path for p in (*picture.places, *(picture.shell or ()))]
+        claimed += list(picture.unused)
+        for template in picture.location.paths.for_host(host):
+            path = try_expand(template, world.new_session_host())
+            if path:
+                claimed.append(path.split("*")[0].rstrip("/\\") if has_glob(path) else path)
+    return claimed
+
+
+def unclaimed_candidates(profiles: Sequence[Profile], host: Host,
+                         world: World | None = None) -> list[str]:
+    """Folders directly under the user cache roots that no profile location overlaps."""
+    from cachedoctor.locate import observe
+    from cachedoctor.resolve import try_expand
     from cachedoctor.safety import is_within
 
-    claimed = [path for p in profiles for _, path in declared_paths(p, host) if not has_glob(path)]
-    claimed += [
-        path.split("*")[0].rstrip("/\\")
-        for p in profiles
-        for _, path in declared_paths(p, host)
-        if has_glob(path)
-    ]
+    world = world if world is not None else observe(host)
+    claimed = claimed_paths(profiles, world)
     roots = [r for t in USER_CACHE_ROOTS.get(host.os, ()) if (r := try_expand(t, host))]
     found: list[str] = []
     for root in dict.fromkeys(roots):
@@ -196,12 +229,13 @@ def scan_unclaimed(
     *,
     one_file_system: bool = False,
     progress: ProgressCallback | None = None,
+    world: World | None = None,
 ) -> list[ScanEntry]:
     entries = [
         _measure_entry(
             ScanEntry(None, None, None, path, WalkResult(path)), one_file_system, progress
         )
-        for path in unclaimed_candidates(profiles, host)
+        for path in unclaimed_candidates(profiles, host, world)
     ]
     entries.sort(key=lambda e: e.walk.allocated_bytes, reverse=True)
     return entries[:UNCLAIMED_LIMIT]

@@ -95,6 +95,13 @@ def tmpfs(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
+def no_uses(folders: object) -> object:
+    """An in-use check that finds nobody (for plans whose subject is not process detection)."""
+    from cachedoctor.inuse import UseReport
+
+    return UseReport()
+
+
 def run_cli(*args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run the real CLI in a subprocess (with the test's environment) and capture its output."""
     return subprocess.run(

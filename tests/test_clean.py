@@ -15,7 +15,7 @@ from cachedoctor.clean import Policy, is_old, plan_clean
 from cachedoctor.host import Host
 from cachedoctor.profiles.loader import load_profile_file
 from cachedoctor.safedelete import FileInfo
-from tests.conftest import needs_posix_paths, run_cli
+from tests.conftest import needs_posix_paths, no_uses, run_cli
 
 # fake tools are /bin/sh scripts, caches hold symlinks, hosts are POSIX
 pytestmark = needs_posix_paths
@@ -264,27 +264,43 @@ def test_plan_with_injected_clock_selects_by_age(profiles: Path, isolated_home: 
         [profile],
         host,
         Policy(explicit=True, older_than=30 * 86400, now=future),
-        running=lambda p, h: [],
+        in_use=no_uses,
     )
     assert plan.targets[0].files == 2
     plan = plan_clean(
-        [profile], host, Policy(explicit=True, older_than=30 * 86400), running=lambda p, h: []
+        [profile], host, Policy(explicit=True, older_than=30 * 86400), in_use=no_uses
     )
     assert plan.targets[0].files == 0
 
 
-def test_running_tool_is_not_cleaned(profiles: Path, isolated_home: Path) -> None:
+def test_a_process_named_like_the_tool_does_not_block_but_one_using_the_cache_does(
+    profiles: Path, isolated_home: Path
+) -> None:
     import psutil
 
-    me = psutil.Process().name()
-    write_profile(profiles, process=me)
-    fill(isolated_home / ".cache" / "faketool")
-    file = profiles / "faketool.yaml"
-    profile = load_profile_file(file)
+    write_profile(profiles, process=psutil.Process().name())  # "running" by name only
+    cache = isolated_home / ".cache" / "faketool"
+    held = fill(cache)[0]
+    profile = load_profile_file(profiles / "faketool.yaml")
     host = Host(os="linux", env=dict(os.environ), home=str(isolated_home))
-    plan = plan_clean([profile], host, Policy(explicit=True))
-    assert not plan.targets
-    assert plan.refused and "running" in plan.refused[0].reason
+    assert plan_clean([profile], host, Policy(explicit=True), measure=False).targets
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; f = open(sys.argv[1]); print('ready', flush=True);"
+         " time.sleep(60)", str(held)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        plan = plan_clean([profile], host, Policy(explicit=True), measure=False)
+        assert not plan.targets
+        assert plan.refused and plan.refused[0].in_use
+        assert f"pid {holder.pid}" in plan.refused[0].reason and "--force" in plan.refused[0].reason
+        forced = plan_clean([profile], host, Policy(explicit=True, force=True), measure=False)
+        assert forced.targets and "--force" in forced.targets[0].reasons[-1]
+        proc = run_cli("clean", "faketool", "--yes")
+        assert proc.returncode == 2 and "in use" in proc.stderr
+        assert held.exists()
+    finally:
+        holder.kill()
+        holder.wait()
 
 
 def test_nothing_asked_is_bad_input(profiles: Path, isolated_home: Path) -> None:

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from cachedoctor import doctor
+from cachedoctor.doctor.evaluators import EVALUATORS, _is_absolute_any
 from cachedoctor.conditions import condition_names
-from cachedoctor.drives import _partitions, drive_of
+from cachedoctor.drives import partitions, drive_of
 from cachedoctor.host import Host
 from cachedoctor.profiles.loader import parse_profile
 from cachedoctor.profiles.model import Profile
@@ -33,9 +34,9 @@ HERE = "windows" if IS_WINDOWS else "macos" if IS_MACOS else "linux"
 @pytest.fixture(autouse=True)
 def _fresh_mounts() -> Iterator[None]:
     """Mounts change inside tests: forget the cached partition table around each test."""
-    _partitions.cache_clear()
+    partitions.cache_clear()
     yield
-    _partitions.cache_clear()
+    partitions.cache_clear()
 
 
 def linux_host() -> Host:
@@ -89,7 +90,7 @@ def noexec_mount(tmp_path: Path) -> Iterator[Path]:
 def test_every_condition_type_has_an_evaluator() -> None:
     names = condition_names()
     assert len(names) == len(set(names)) >= 15
-    assert set(names) == set(doctor.EVALUATORS)
+    assert set(names) == set(EVALUATORS)
 
 
 NOEXEC_CHECK = """\
@@ -317,10 +318,10 @@ def test_policy_value_below_reads_linux_managed_policy_files(
     cache = tmp_path / "cache"
     cache.mkdir()
     profile = make_profile(str(cache), checks, tool="chrome")
-    monkeypatch.setenv(doctor.POLICY_ROOT_ENV, str(root))
+    monkeypatch.setenv("CACHEDOCTOR_SYSTEM_ROOT", str(root))
     findings, _ = doctor.check_profile(profile, linux_host())
     assert [f.value for f in findings] == ["DiskCacheSize = 2048"]
-    assert str(managed / "cachedoctor.json") in findings[0].message
+    assert "/etc/opt/chrome/policies/managed/cachedoctor.json" in findings[0].message
 
     (managed / "cachedoctor.json").write_text('{"DiskCacheSize": 2147483648}', encoding="utf-8")
     assert doctor.check_profile(profile, linux_host())[0] == []
@@ -333,13 +334,14 @@ def test_policy_value_below_reads_linux_managed_policy_files(
 
 
 def test_windows_policy_lookup_is_machine_first_then_user() -> None:
-    assert doctor.registry_policy_keys("edge") == [
-        ("HKEY_LOCAL_MACHINE", r"Software\Policies\Microsoft\Edge"),
-        ("HKEY_CURRENT_USER", r"Software\Policies\Microsoft\Edge"),
-    ]
-    assert doctor.registry_policy_keys("chrome")[0][1] == r"Software\Policies\Google\Chrome"
-    assert doctor.registry_policy_keys("chromium")[0][1] == r"Software\Policies\Chromium"
-    values = {("HKEY_CURRENT_USER", r"Software\Policies\Google\Chrome", "DiskCacheSize"): 1024}
+    from cachedoctor.locate.files import DictFiles
+    from cachedoctor.policies import HIVES, REGISTRY_KEYS, read_policy
+
+    assert HIVES == ("HKEY_LOCAL_MACHINE", "HKEY_CURRENT_USER")
+    assert REGISTRY_KEYS["edge"] == r"SOFTWARE\Policies\Microsoft\Edge"
+    assert REGISTRY_KEYS["chrome"] == r"SOFTWARE\Policies\Google\Chrome"
+    assert REGISTRY_KEYS["chromium"] == r"SOFTWARE\Policies\Chromium"
+    values = {("HKEY_CURRENT_USER", r"SOFTWARE\Policies\Google\Chrome", "DiskCacheSize"): 1024}
     seen: list[tuple[str, str, str]] = []
 
     def fake_registry(hive: str, key: str, name: str) -> object:
@@ -347,8 +349,9 @@ def test_windows_policy_lookup_is_machine_first_then_user() -> None:
         return values.get((hive, key, name))
 
     windows = Host(os="windows", env={}, home="C:\\Users\\me")
-    found = doctor.read_policy("chrome", "DiskCacheSize", windows, registry=fake_registry)
-    assert found == (1024, r"HKEY_CURRENT_USER\Software\Policies\Google\Chrome\DiskCacheSize")
+    found = read_policy("chrome", "DiskCacheSize", windows, DictFiles(windows=True),
+                        registry=fake_registry)
+    assert found == (1024, r"HKEY_CURRENT_USER\SOFTWARE\Policies\Google\Chrome\DiskCacheSize")
     assert [s[0] for s in seen] == ["HKEY_LOCAL_MACHINE", "HKEY_CURRENT_USER"]
 
 
@@ -367,9 +370,9 @@ def test_fill_keeps_unknown_placeholders_and_quotes_paths() -> None:
 
 def test_absolute_path_detection_covers_every_os() -> None:
     for absolute in ("/src", "~/src", "C:\\src", "c:/src", "\\\\server\\share", "${env:HOME}/x"):
-        assert doctor._is_absolute_any(absolute), absolute
+        assert _is_absolute_any(absolute), absolute
     for relative in ("./src", "src", "../tests", "${workspaceFolder}/src"):
-        assert not doctor._is_absolute_any(relative), relative
+        assert not _is_absolute_any(relative), relative
 
 
 # ---------------------------------------------------------------------------------- the CLI
@@ -739,20 +742,22 @@ def test_a_location_gate_with_a_setting_reports_the_settings_file(tmp_path: Path
 @needs_root
 def test_a_hard_link_store_moved_to_another_filesystem_is_found(tmp_path: Path, isolated_home: Path,
                                                                 tmpfs: Path) -> None:
-    """uv's cache relocated (here: by a link) onto another filesystem than the home."""
-    from cachedoctor.doctor import check_profile
+    """uv's cache relocated (here: by a link) onto another filesystem than the home: an
+    engine-wide rule for every location with `links_into`, not a check pasted into the profile."""
+    from cachedoctor.doctor import apply_rules
+    from cachedoctor.locate import observe
     from cachedoctor.profiles.loader import load_profiles
 
     uv = load_profiles().profiles["uv"].profile
     host = Host("linux", {"HOME": str(isolated_home)}, str(isolated_home))
     cache = isolated_home / ".cache" / "uv"
     cache.mkdir(parents=True)
-    findings, errors = check_profile(uv, host)
+    findings, errors = apply_rules(uv, observe(host), {})
     assert errors == [] and not [f for f in findings if f.check == "store-on-another-filesystem"]
     cache.rmdir()
     (tmpfs / "uv").mkdir()
     cache.symlink_to(tmpfs / "uv")
-    findings, errors = check_profile(uv, host)
+    findings, errors = apply_rules(uv, observe(host), {})
     [finding] = [f for f in findings if f.check == "store-on-another-filesystem"]
-    assert finding.severity == "hint" and str(isolated_home) in finding.message
-    assert finding.fix == "cachedoctor restore uv"
+    assert finding.severity == "warning" and str(isolated_home) in finding.message
+    assert finding.fix == "cachedoctor restore uv --location cache"

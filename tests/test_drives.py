@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cachedoctor.drives import _partitions, drive_of, parse_proc_mounts
+from cachedoctor.drives import partitions, drive_of, parse_proc_mounts
 from tests.conftest import IS_LINUX, needs_root
 
 
@@ -25,7 +25,7 @@ def test_mounts_agree_with_psutil() -> None:
     import psutil
 
     theirs = {(p.mountpoint, p.fstype) for p in psutil.disk_partitions(all=True)}
-    ours = {(m[0], m[2]) for m in _partitions()}
+    ours = {(m[0], m[2]) for m in partitions()}
     assert ours == theirs
 
 
@@ -35,12 +35,12 @@ def test_noexec_mount_with_a_space_in_its_name(tmp_path: Path) -> None:
     mount.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,noexec", "tmpfs", str(mount)], check=True)
     try:
-        _partitions.cache_clear()
+        partitions.cache_clear()
         drive = drive_of(str(mount / "not-yet" / "created"))
         assert drive is not None
         assert drive.mount == str(mount) and drive.fstype == "tmpfs" and "noexec" in drive.options
         assert drive.total_bytes == 1024 * 1024
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
-        _partitions.cache_clear()
+        partitions.cache_clear()
     assert os.path.isdir(mount)

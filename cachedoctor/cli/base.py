@@ -94,6 +94,16 @@ def emit_json(document: Any) -> None:
     sys.stdout.write("\n")
 
 
+JSON_SCHEMA_PREFIX = "cachedoctor."
+
+
+def emit_result(command: str, result: Any, *, version: int = 1, ok: bool = True,
+                warnings: list[str] | None = None, errors: list[Any] | None = None) -> None:
+    """The one JSON envelope every command prints (docs/json.md)."""
+    emit_json({"schema": f"{JSON_SCHEMA_PREFIX}{command}/{version}", "ok": ok, "result": result,
+               "warnings": list(warnings or []), "errors": list(errors or [])})
+
+
 def show_progress() -> bool:
     """Rich progress only for a person watching a terminal."""
     return sys.stderr.isatty() and os.environ.get("TERM") != "dumb"
@@ -123,6 +133,7 @@ __all__ = [
     "app",
     "confirm",
     "emit_json",
+    "emit_result",
     "exit_with",
     "info",
     "profile_set",

@@ -53,6 +53,10 @@ def clean(
     trash: Annotated[
         bool, typer.Option("--trash", help="Send to the OS trash instead of deleting (undoable).")
     ] = False,
+    force: Annotated[
+        bool,
+        typer.Option("--force", help="Clean locations even while a process has files open there."),
+    ] = False,
     scheduled: Annotated[
         bool,
         typer.Option(
@@ -76,8 +80,8 @@ def clean(
     age = parse_age(older_than) if older_than is not None else None
     size = parse_size(max_size) if max_size is not None else None
     if scheduled:
-        raise typer.Exit(_scheduled(tools or [], age, size, trash))
-    policy = Policy(explicit=bool(tools), older_than=age, max_size=size, trash=trash)
+        raise typer.Exit(_scheduled(tools or [], age, size, trash, force))
+    policy = Policy(explicit=bool(tools), older_than=age, max_size=size, trash=trash, force=force)
     profiles = profile_set().select(tools or [])
     plan = _plan(profiles, policy, measure=dry_run or not yes or json_out)
     if dry_run or not plan.targets:
@@ -131,8 +135,10 @@ def _plan(profiles: list[Profile], policy: Policy, *, measure: bool) -> CleanPla
     )
 
 
-def _scheduled(tools: list[str], age: float | None, size: int | None, trash: bool) -> int:
-    """The job's run: no prompts, no colours; a summary in the rotated log; exit 0 or 1."""
+def _scheduled(tools: list[str], age: float | None, size: int | None, trash: bool,
+               force: bool) -> int:
+    """The job's run: no prompts, no colours; a summary in the rotated log; exit 0 or 1.
+    A location in use is skipped and logged; it never fails the run."""
     import time
 
     from cachedoctor.clean import Policy, execute_plan, load_scheduled_policy, log_scheduled_run
@@ -152,6 +158,7 @@ def _scheduled(tools: list[str], age: float | None, size: int | None, trash: boo
             max_size=size,
             trash=trash,
             kinds=settings.kinds if age is not None else None,
+            force=force,
         )
         profiles = profile_set().select(tools or list(settings.tools))
         try:
@@ -165,9 +172,11 @@ def _scheduled(tools: list[str], age: float | None, size: int | None, trash: boo
             plan = None
         if plan is not None:
             for refusal in plan.left_alone:
+                verb = "skipped (in use)" if refusal.in_use else "left alone"
                 lines.append(
-                    f"left alone {refusal.tool}/{refusal.location} {refusal.path}: {refusal.reason}"
+                    f"{verb} {refusal.tool}/{refusal.location} {refusal.path}: {refusal.reason}"
                 )
+            summary["skipped_in_use"] = sum(1 for r in plan.left_alone if r.in_use)
             result = execute_plan(plan)
             for r in result.results:
                 t = r.target
@@ -178,7 +187,7 @@ def _scheduled(tools: list[str], age: float | None, size: int | None, trash: boo
                 lines.extend(f"  skipped {s.rel}: {s.reason}" for s in r.skipped[:20])
                 lines.extend(f"  error {e}" for e in r.errors[:20])
             summary.update(result.totals())
-            if result.failed or plan.refused:
+            if result.failed or any(not r.in_use for r in plan.refused):
                 code = EXIT_FAILED
     except CachedoctorError as exc:
         lines.append(f"error: {exc}")

@@ -72,13 +72,23 @@ def move(
         raise UserInputError(f"--link must be junction or symlink, not {link!r}")
     if verify not in ("size", "hash"):
         raise UserInputError(f"--verify must be size or hash, not {verify!r}")
+    from cachedoctor.locate import observe
+    from cachedoctor.relocate import journal
+
     host = Host.current()
     profile = profile_set().get(tool)
     documents: list[dict[str, Any]] = []
-    for loc in choose_locations(profile, host, location):
+    unfinished = [op for op in journal.load_all() if op.tool == profile.id
+                  and (location is None or op.location == location)]
+    if unfinished:  # the same command finishes an interrupted move, whatever its phase
+        locations = [profile.require_location(op.location) for op in unfinished]
+    else:
+        locations = choose_locations(profile, observe(host), location)
+    for loc in locations:
         with cache_lock(profile.id, loc.id):
             plan = plan_move(profile, loc, host, dest, method=method, link=link,  # type: ignore[arg-type]
-                             verify=verify, force=force, profiles_dirs=_profiles_dirs())
+                             verify=verify, force=force, profiles_dirs=_profiles_dirs(),
+                             world=observe(host))
             for line in plan.warnings:
                 warn(line)
             if plan.already is not None:
@@ -93,7 +103,12 @@ def move(
                 continue
             if not json_out or not yes:
                 _show_move_plan(plan, host)
-            if not confirm("Move it?" if not plan.resumes else "Finish the interrupted move?", yes=yes):
+            question = "Move it?" if not plan.resumes else "Finish the interrupted move?"
+            if plan.replaces:
+                warn(f"this replaces your own setting {plan.replaces}; `cachedoctor restore "
+                     f"{profile.id}` puts it back")
+                question = "Replace your setting and move it?"
+            if not confirm(question, yes=yes):
                 info("nothing changed")
                 continue
             outcome = execute_move(plan, host, progress=_progress())

@@ -126,6 +126,33 @@ class WinRegistry:  # pragma: no cover - runs on Windows only
         return bool(ok)
 
 
+SYSTEM_ENV_KEY = r"SYSTEM\CurrentControlSet\Control\Session Manager\Environment"  # HKLM
+
+
+def read_persistent(name: str) -> Any:  # pragma: no cover - Windows only
+    """What a new process started by Explorer gets for `name`: the user value (HKCU), else
+    the machine value (HKLM), expanded when it is REG_EXPAND_SZ."""
+    from cachedoctor.locate.world import EnvValue
+
+    winreg = _winreg()
+    for hive, key, where in ((winreg.HKEY_CURRENT_USER, ENV_KEY, "HKCU\\Environment"),
+                             (winreg.HKEY_LOCAL_MACHINE, SYSTEM_ENV_KEY, "HKLM\\" + SYSTEM_ENV_KEY)):
+        try:
+            with winreg.OpenKey(hive, key, 0, winreg.KEY_READ) as handle:
+                value, kind = winreg.QueryValueEx(handle, name)
+        except OSError:
+            continue
+        text = str(value)
+        if kind == REG_EXPAND_SZ:
+            text = winreg.ExpandEnvironmentStrings(text)
+        from cachedoctor.envvars import managed_variables
+        from cachedoctor.host import Host
+
+        managed = managed_variables(Host.current()).get(name) == str(value)
+        return EnvValue(text, f"{where}\\{name}", managed)
+    return None
+
+
 def apply_ops(ops: list[RegistryOp], registry: Registry) -> bool:
     """Run the operations, then broadcast once; returns whether the broadcast was delivered."""
     for op in ops:

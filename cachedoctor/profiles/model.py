@@ -180,7 +180,9 @@ class EnvSetting(_Setting):
 
     env: list[str] = Field(min_length=1)
     separator: str | None = Field(
-        default=None, description="The variable holds a list (`CONDA_PKGS_DIRS=a,b`): its first entry."
+        default=None,
+        description="The variable holds a list (`CONDA_PKGS_DIRS=a,b`): its first entry decides; "
+        "`pathsep` is the OS's path-list separator (`:`, or `;` on Windows).",
     )
     service: ServiceRef | None = Field(
         default=None,

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from cachedoctor.host import Host
     from cachedoctor.links import LinkKind
+    from cachedoctor.locate.world import World
     from cachedoctor.profiles.model import Location, Profile
     from cachedoctor.relocate.copy import ProgressCallback
     from cachedoctor.relocate.engine import Outcome
@@ -25,11 +26,12 @@ if TYPE_CHECKING:
 
 def plan_move(profile: Profile, location: Location, host: Host, dest: str, *,
               method: str | None = None, link: LinkKind | None = None, verify: str = "size",
-              force: bool = False, profiles_dirs: list[str] | None = None) -> MovePlan:
+              force: bool = False, profiles_dirs: list[str] | None = None,
+              world: World | None = None) -> MovePlan:
     from cachedoctor.relocate.plan import plan_move as impl
 
     return impl(profile, location, host, dest, method=method, link=link, verify=verify,
-                force=force, profiles_dirs=profiles_dirs)
+                force=force, profiles_dirs=profiles_dirs, world=world)
 
 
 def execute_move(plan: MovePlan, host: Host, *, progress: ProgressCallback | None = None) -> Outcome:

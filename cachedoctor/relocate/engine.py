@@ -362,6 +362,8 @@ def _run_restore(op: Operation, host: Host, progress: ProgressCallback | None) -
                 if pair.same_fs:
                     continue
                 if not _is_real_dir(pair.dest):
+                    if pair.source in op.settings.get("reset", []):
+                        continue  # its data is gone: the cache starts again empty
                     raise OperationFailed(f"the relocated cache {pair.dest} is missing "
                                           "(is its drive connected?); nothing was changed")
                 partial = pair.partial(op.id, "restore")
@@ -398,6 +400,11 @@ def _run_restore(op: Operation, host: Host, progress: ProgressCallback | None) -
         if not pair.same_fs:
             if not _is_real_dir(pair.source):
                 raise OperationFailed(f"{pair.source} is not in place; not deleting {pair.dest}")
+            if op.settings.get("foreign"):
+                outcome.messages.append(
+                    f"left {pair.dest} where it is: the link to it was not made by cachedoctor "
+                    "(delete it yourself once nothing else uses it)")
+                continue
             if link_kind(pair.dest) is None:
                 remove_tree(pair.dest)
         _remove_empty_parents(pair.dest, op.dest_root)
@@ -416,6 +423,9 @@ def _place(op: Operation, pair: Pair) -> list[str]:
     if not os.path.lexists(incoming):
         if _is_real_dir(src):
             return []  # placed before the interruption
+        if src in op.settings.get("reset", []) and not os.path.lexists(src):
+            os.makedirs(src)
+            return [f"started again with an empty {src} ({pair.dest} was missing)"]
         raise OperationFailed(f"neither {incoming} nor {src} holds the cache")
     messages = []
     if os.path.lexists(src):

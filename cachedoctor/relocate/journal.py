@@ -185,11 +185,42 @@ def registry_file() -> Path:
 
 
 def relocations() -> dict[str, dict[str, Any]]:
+    """The registry as stored; {} when there is none. A damaged file raises OperationFailed
+    naming it (and what can be recovered): treating it as empty would let the next move
+    overwrite the record of every cache moved so far."""
+    from cachedoctor.errors import OperationFailed
+
+    path = registry_file()
     try:
-        data = json.loads(registry_file().read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
         return {}
-    return data if isinstance(data, dict) else {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise OperationFailed(f"cannot read cachedoctor's relocation registry {path}: {exc}") from None
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise OperationFailed(
+            f"cachedoctor's relocation registry {path} is damaged ({exc}); nothing was changed",
+            hint="restore it from a backup, or move it aside: the caches stay where they are, "
+                 "and `cachedoctor where` shows where each tool really reads them",
+        ) from None
+    if not isinstance(data, dict):
+        raise OperationFailed(f"cachedoctor's relocation registry {path} is damaged "
+                              "(not a JSON object); nothing was changed")
+    return data
+
+
+def relocation_records() -> dict[str, Operation]:
+    """Every completed relocation, by "tool/location" (damaged entries are left out)."""
+    out: dict[str, Operation] = {}
+    for key, data in relocations().items():
+        if isinstance(data, dict):
+            try:
+                out[key] = Operation.from_json(data)
+            except (TypeError, KeyError, ValueError):
+                continue
+    return out
 
 
 def relocation(tool: str, location: str) -> Operation | None:

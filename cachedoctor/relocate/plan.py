@@ -5,14 +5,25 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cachedoctor.errors import OperationFailed, RefusedError, UserInputError
 from cachedoctor.host import Host
 from cachedoctor.links import LinkKind, link_kind, link_target
-from cachedoctor.profiles.model import Location, Profile, Relocation
+from cachedoctor.profiles.model import (
+    ConfigRelocation,
+    EnvRelocation,
+    LinkRelocation,
+    Location,
+    Profile,
+    Relocation,
+)
 from cachedoctor.relocate.copy import Survey
 from cachedoctor.relocate.journal import Operation, Pair, new_id
+
+if TYPE_CHECKING:
+    from cachedoctor.locate.effective import Picture
+    from cachedoctor.locate.world import World
 
 RAM_FS = {"tmpfs", "ramfs"}  # emptied at reboot
 NETWORK_FS = {"nfs", "nfs4", "cifs", "smb", "smbfs", "smb3", "fuse.sshfs", "sshfs", "afpfs",
@@ -34,6 +45,7 @@ class MovePlan:
     warnings: list[str] = field(default_factory=list)
     already: str | None = None  # set when the location is already relocated: where it lives
     resumes: bool = False  # an interrupted move of this location is being finished
+    replaces: str | None = None  # the user's own setting the move overwrites (asked first)
 
     @property
     def files(self) -> int:
@@ -54,43 +66,65 @@ class MovePlan:
             "pairs": [{"source": p.source, "dest": p.dest, "same_filesystem": p.same_fs} for p in op.pairs],
             "files": self.files, "bytes": self.allocated_bytes, "needed_bytes": self.needed_bytes,
             "free_bytes": self.free_bytes, "verify": op.verify, "changes": describe(op, host),
-            "settings": op.settings, "warnings": self.warnings,
+            "settings": op.settings, "warnings": self.warnings, "replaces": self.replaces,
         }
 
 
-def choose_locations(profile: Profile, host: Host, location_id: str | None) -> list[Location]:
-    """The locations to act on: the one asked for, or every present one that can be relocated."""
-    from cachedoctor.profiles.resolved import location_paths
+def relocation_methods(location: Location, host: Host) -> list[Relocation]:
+    """The ways `location` can move on `host`, in the profile's order of preference; a link
+    comes last when the profile lists none (any folder can be linked) unless it forbids one."""
+    usable: list[Relocation] = []
+    for relocation in location.relocate:
+        if relocation.method == "policy" and host.os == "macos":
+            continue
+        if relocation.method == "config" and not relocation.file.for_host(host):
+            continue
+        usable.append(relocation)
+    if location.link_forbidden is None and not any(r.method == "link" for r in usable):
+        usable.append(LinkRelocation(method="link"))
+    return usable
+
+
+def _how_to_move(location: Location, host: Host) -> str | None:
+    steps = location.how_to_move.for_host(host) if location.how_to_move else []
+    return "; ".join(steps) or None
+
+
+def choose_method(location: Location, host: Host, method: str | None) -> Relocation:
+    methods = relocation_methods(location, host)
+    if method == "link" and location.link_forbidden is not None:
+        raise RefusedError(f"{location.id!r} must not be moved with a link: {location.link_forbidden}",
+                           hint=_how_to_move(location, host))
+    if method is not None:
+        for relocation in methods:
+            if relocation.method == method:
+                return relocation
+        offered = ", ".join(r.method for r in methods) or "none"
+        raise UserInputError(f"{location.id!r} cannot be relocated with --method {method} on "
+                             f"{host.os}; the profile offers: {offered}")
+    if not methods:
+        why = location.link_forbidden or f"no relocation method of {location.id!r} works on {host.os}"
+        raise RefusedError(f"cachedoctor does not move {location.id!r} itself: {why}",
+                           hint=_how_to_move(location, host))
+    return methods[0]
+
+
+def choose_locations(profile: Profile, world: World, location_id: str | None) -> list[Location]:
+    """The locations to act on: the one asked for, or every present one that can be relocated
+    (where the tool really keeps it)."""
+    from cachedoctor.locate import picture
 
     if location_id is not None:
         return [profile.require_location(location_id)]
     if len(profile.locations) == 1:
         return list(profile.locations)
     present = [loc for loc in profile.locations
-               if loc.relocate and location_paths(profile, host, loc.id)]
+               if picture(profile, loc.id, world).existing
+               and relocation_methods(loc, world.host)]
     if not present:
         raise UserInputError(f"no relocatable {profile.id} cache exists here",
-                             hint=f"see `cachedoctor profiles show {profile.id}`")
+                             hint=f"see `cachedoctor where {profile.id}`")
     return present
-
-
-def choose_method(location: Location, host: Host, method: str | None) -> Relocation:
-    if not location.relocate:
-        raise RefusedError(f"the profile gives no safe way to relocate {location.id!r}")
-    if method is not None:
-        for relocation in location.relocate:
-            if relocation.method == method:
-                return relocation
-        offered = ", ".join(r.method for r in location.relocate)
-        raise UserInputError(f"{location.id!r} cannot be relocated with --method {method}; "
-                             f"the profile offers: {offered}")
-    for relocation in location.relocate:
-        if relocation.method == "policy" and host.os == "macos":
-            continue
-        if relocation.method == "config" and not relocation.file.for_host(host):
-            continue
-        return relocation
-    raise RefusedError(f"no relocation method of {location.id!r} works on {host.os}")
 
 
 def base_folder(dest_root: str, profile: Profile, location: Location) -> str:
@@ -100,47 +134,23 @@ def base_folder(dest_root: str, profile: Profile, location: Location) -> str:
     return os.path.join(dest_root, profile.id, location.id)
 
 
-def pairs_for(profile: Profile, location: Location, host: Host, base: str) -> list[tuple[str, str]]:
-    """(source, dest) for every existing path of the location.
-
-    One plain path goes to `base` itself; paths matched by a glob go below `base` at their path
-    relative to the glob's fixed prefix (`~/.config/google-chrome/*/Cache` -> `Default/Cache`).
-    """
-    from cachedoctor.resolve import expand_globs, has_glob, try_expand
-
-    templates = [t for t in (try_expand(x, host) for x in location.paths.for_host(host)) if t]
-    found: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for template in templates:
-        if not has_glob(template):
-            if os.path.lexists(template) and template not in seen:
-                seen.add(template)
-                found.append((template, base))
-            continue
-        prefix = _fixed_prefix(template)
-        for match in expand_globs(template):
-            if match not in seen and os.path.lexists(match) and not _is_ours(match):
-                seen.add(match)
-                found.append((match, os.path.join(base, os.path.relpath(match, prefix))))
-    if len(found) > 1 and any(dest == base for _, dest in found):
-        found = [(src, os.path.join(base, os.path.basename(src))) for src, _ in found]
+def pairs_for(picture: Picture, base: str) -> list[tuple[str, str]]:
+    """(source, dest) for every existing folder of the location, where the tool keeps it: one
+    folder goes to `base` itself; folders kept below a common root (browser profiles, glob
+    matches) keep their path below it (`Default/Cache`), so a profile created later lands next
+    to the others on a second run. Two sources never share a destination."""
+    places = [p for p in picture.places if p.exists and not _is_ours(p.path)]
+    found = [(p.path, os.path.join(base, p.rel) if p.rel else base) for p in places]
+    dests = [os.path.normcase(d) for _, d in found]
+    if len(set(dests)) != len(dests):
+        raise RefusedError(
+            f"two folders of {picture.tool} ({picture.location.id}) would be moved to one "
+            "destination; nothing was changed: " + ", ".join(s for s, _ in found))
     return found
 
 
 def _is_ours(path: str) -> bool:
     return ".cachedoctor-old-" in path or ".cachedoctor-partial-" in path
-
-
-def _fixed_prefix(template: str) -> str:
-    from cachedoctor.resolve import has_glob
-
-    parts = template.replace("\\", "/").split("/")
-    fixed = []
-    for part in parts:
-        if has_glob(part):
-            break
-        fixed.append(part)
-    return "/".join(fixed) or "/"
 
 
 def mtime_tolerance_ns(fstype: str) -> int:
@@ -153,8 +163,10 @@ def mtime_tolerance_ns(fstype: str) -> int:
 
 def plan_move(profile: Profile, location: Location, host: Host, dest: str, *,
               method: str | None = None, link: LinkKind | None = None, verify: str = "size",
-              force: bool = False, profiles_dirs: list[str] | None = None) -> MovePlan:
+              force: bool = False, profiles_dirs: list[str] | None = None,
+              world: World | None = None) -> MovePlan:
     """Build and preflight the move of one location. Raises on anything unsafe."""
+    from cachedoctor.locate import observe, picture
     from cachedoctor.relocate import journal
     from cachedoctor.relocate.methods import resolve_settings
     from cachedoctor.resolve import to_host_path
@@ -176,19 +188,24 @@ def plan_move(profile: Profile, location: Location, host: Host, dest: str, *,
                      f"`{pending.restore_command()}`")
         return MovePlan(pending, resumes=True)
 
+    world = world if world is not None else observe(host)
     base = base_folder(dest_root, profile, location)
-    done = journal.relocation(profile.id, location.id)
-    if done is not None:
-        return MovePlan(done, already=done.base)
-
     relocation = choose_method(location, host, method)
-    raw_pairs = pairs_for(profile, location, host, base)
+    pic = picture(profile, location.id, world)
+    done = pic.record
+    raw_pairs = pairs_for(pic, base)
+    if done is not None and not pic.conflicts:
+        new = [(s, d) for s, d in raw_pairs if link_kind(s) is None and not _inside(s, done.base)]
+        if not new or done.method != "link" or relocation.method != "link":
+            return MovePlan(done, already=done.base)
+        # a folder created since the link move (a new browser profile): move it too
+        raw_pairs = [(s, os.path.join(done.base, os.path.relpath(d, base))) for s, d in new]
+        base, dest_root = done.base, done.dest_root
     if not raw_pairs:
-        from cachedoctor.profiles.resolved import declared_paths
-
-        declared = [p for loc, p in declared_paths(profile, host) if loc.id == location.id]
-        raise UserInputError(f"nothing to move: no {profile.id} {location.id} folder at "
-                             + (", ".join(declared) or "any known path"))
+        wanted = ", ".join(f"{p.path} ({p.how()})" for p in pic.places) or "no known path"
+        unused = f"; an old cache at {', '.join(pic.unused)} is not used any more" if pic.unused else ""
+        raise UserInputError(f"nothing to move: {profile.id} keeps {location.id} at {wanted}, "
+                             f"which does not exist here{unused}")
     settings = resolve_settings(relocation, base, host, link=link)
     op = Operation(id=new_id(), kind="move", tool=profile.id, location=location.id,
                    method=relocation.method, dest_root=dest_root, base=base, pairs=[],
@@ -199,14 +216,90 @@ def plan_move(profile: Profile, location: Location, host: Host, dest: str, *,
             plan = MovePlan(op, already=where)
             if where and is_within(where, base):
                 return plan
-            raise RefusedError(f"{source} is already a link to {where}",
-                               hint="restore it first if you want it somewhere else")
+            raise RefusedError(f"{source} is already a link to {where}"
+                               + ("" if done is not None else " that cachedoctor did not make"),
+                               hint=f"`cachedoctor restore {profile.id}` puts it back first "
+                                    "(it copies the data and leaves the link's target alone)")
         _check_encodable(source, "the cache folder")
         op.pairs.append(Pair(source, target, same_fs=False))
     plan = MovePlan(op)
+    plan.replaces = _user_setting_replaced(pic, relocation)
     _preflight(plan, profile, host, force=force, check_not_protected=check_not_protected,
                is_within=is_within)
+    _check_takes_effect(plan, profile, location, world)
     return plan
+
+
+def _inside(path: str, folder: str) -> bool:
+    from cachedoctor.safety import is_within
+
+    return is_within(path, folder) or is_within(os.path.realpath(path), os.path.realpath(folder))
+
+
+def _user_setting_replaced(pic: Picture, relocation: Relocation) -> str | None:
+    """The user's own setting this move overwrites (move asks first; restore puts it back)."""
+    for place in pic.places:
+        for step in place.via:
+            if step.managed or step.kind not in ("env", "config"):
+                continue
+            if step.kind == "env" and relocation.method == "env" and isinstance(
+                    relocation, EnvRelocation) and step.name in relocation.vars:
+                return f"{step.name}={step.value} (set in {step.origin})"
+            if step.kind == "config" and isinstance(relocation, ConfigRelocation) and (
+                    step.origin and os.path.normcase(step.origin) in _config_files(relocation)):
+                return f"{step.name} = {step.value} (in {step.origin})"
+    return None
+
+
+def _config_files(relocation: ConfigRelocation) -> set[str]:
+    from cachedoctor.host import Host as _Host
+    from cachedoctor.resolve import try_expand
+
+    host = _Host.current()
+    return {os.path.normcase(p) for t in relocation.file.for_host(host) if (p := try_expand(t, host))}
+
+
+def _check_takes_effect(plan: MovePlan, profile: Profile, location: Location, world: World) -> None:
+    """Resolve the tool in the world as the move would leave it: if it would still look
+    elsewhere (a variable that beats the config file, a policy that beats a link), refuse now
+    rather than move the cache where the tool never looks."""
+    from cachedoctor.locate.effective import resolve_location
+    from cachedoctor.locate.world import EnvValue, with_changes
+
+    op = plan.op
+    s = op.settings
+    if op.method == "env":
+        if s.get("scope") == "service":
+            return  # the user changes the service; doctor checks that it sees the variable
+        after = with_changes(world, persistent={
+            k: EnvValue(v, "cachedoctor (this move)", True) for k, v in s["vars"].items()})
+    elif op.method == "config":
+        from cachedoctor.configedit import ConfigSyntaxError, set_in_text
+
+        before = world.files.read_text(s["file"])
+        try:
+            text = set_in_text(before or "", s["format"], s["key"], s["value"], section=s.get("section"))
+        except ConfigSyntaxError as exc:
+            raise UserInputError(f"{s['file']}:{exc.line}:{exc.column}: malformed file: "
+                                 f"{exc.message}; nothing was changed",
+                                 hint="fix the file (or use --method link) and run again") from None
+        except ValueError as exc:
+            raise UserInputError(f"{s['file']}: cannot set {s['key']}: {exc}") from None
+        after = with_changes(world, texts={s["file"]: text})
+    elif op.method == "policy":
+        after = with_changes(world, policies={(s["browser"], s["policy"]): (s["value"], "this move")})
+    else:
+        return
+    wanted = {os.path.normcase(p.dest) for p in op.pairs}
+    places = resolve_location(profile, location, after).places
+    now = {os.path.normcase(p.path) for p in places}
+    if wanted <= now:
+        return
+    shown = "; ".join(f"{p.path} ({p.how()})" for p in places) or "nothing"
+    raise RefusedError(
+        f"after this move {profile.id} would still look at {shown}, not at {op.base}: that "
+        f"setting takes precedence over the {op.method} method; nothing was changed",
+        hint="change or remove that setting first, or choose another --method (link always works)")
 
 
 def _check_encodable(path: str, what: str) -> None:
@@ -222,7 +315,6 @@ def _check_encodable(path: str, what: str) -> None:
 def _preflight(plan: MovePlan, profile: Profile, host: Host, *, force: bool,
                check_not_protected: Any, is_within: Any) -> None:
     from cachedoctor.drives import drive_of, nearest_existing, same_filesystem
-    from cachedoctor.processes import check_not_running
     from cachedoctor.relocate.copy import survey
 
     op = plan.op
@@ -279,7 +371,10 @@ def _preflight(plan: MovePlan, profile: Profile, host: Host, *, force: bool,
                               hint="fix the permissions (or run as the owner) and try again")
     check_room(drive.mount if drive else op.dest_root, existing, plan.free_bytes,
                plan.needed_bytes, needed_inodes)
-    warning = check_not_running(profile, host, force=force)
+    from cachedoctor.inuse import check_not_in_use
+
+    warning = check_not_in_use([p.source for p in op.pairs], force=force,
+                               what=f"the {profile.name} cache ({op.location})")
     if warning:
         plan.warnings.append(warning)
 

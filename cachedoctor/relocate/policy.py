@@ -1,7 +1,7 @@
 """Browser `DiskCacheDir` policies: the one seam for where and how a managed policy is written.
 
 Linux (and WSL): cachedoctor's own file `cachedoctor.json` in the browser's managed-policy folder
-(needs root). `CACHEDOCTOR_POLICY_ROOT` prefixes these folders, for tests only.
+(needs root). `CACHEDOCTOR_SYSTEM_ROOT` prefixes system folders, for tests only.
 Windows: the registry value under `HKLM\\SOFTWARE\\Policies\\...` (needs an administrator),
 through `winreg`, imported lazily. macOS needs a configuration profile, which cachedoctor does
 not write: the policy method is refused there.
@@ -18,20 +18,7 @@ from typing import Any
 from cachedoctor.drives import nearest_existing
 from cachedoctor.errors import RefusedError
 from cachedoctor.host import Host
-
-POLICY_ROOT_ENV = "CACHEDOCTOR_POLICY_ROOT"
-FILE_NAME = "cachedoctor.json"
-LINUX_DIRS = {
-    "chrome": "/etc/opt/chrome/policies/managed",
-    "chromium": "/etc/chromium/policies/managed",
-    # Microsoft documents Edge's Linux policy folder poorly; this is the path Edge reads.
-    "edge": "/etc/opt/edge/policies/managed",
-}
-REGISTRY_KEYS = {
-    "chrome": r"SOFTWARE\Policies\Google\Chrome",
-    "edge": r"SOFTWARE\Policies\Microsoft\Edge",
-    "chromium": r"SOFTWARE\Policies\Chromium",
-}
+from cachedoctor.policies import REGISTRY_KEYS, own_policy_file
 
 
 @dataclass(frozen=True)
@@ -49,10 +36,10 @@ class RegistryValue:
 
 
 def policy_file(browser: str, *, root: str | None = None) -> str:
-    """The Linux policy file cachedoctor owns for `browser`."""
-    prefix = root if root is not None else os.environ.get(POLICY_ROOT_ENV, "")
-    folder = LINUX_DIRS[browser]
-    return os.path.join(prefix, folder.lstrip("/")) + "/" + FILE_NAME if prefix else f"{folder}/{FILE_NAME}"
+    """The Linux policy file cachedoctor owns for `browser` (below the system root in tests)."""
+    from cachedoctor.locate.files import system_path
+
+    return system_path(own_policy_file(browser), root)
 
 
 def registry_value(browser: str, policy: str, value: str) -> RegistryValue:

@@ -7,7 +7,7 @@ import os
 
 from cachedoctor.errors import RefusedError
 from cachedoctor.host import Host
-from cachedoctor.links import link_kind, link_target
+from cachedoctor.links import link_kind
 from cachedoctor.profiles.model import Profile
 from cachedoctor.relocate import RestorePlan, journal
 from cachedoctor.relocate.journal import Operation, Pair
@@ -34,16 +34,14 @@ def plan_restore(profile: Profile, location_id: str, host: Host, *, force: bool 
 
 
 def _foreign_link(profile: Profile, location_id: str, host: Host) -> Operation | None:
-    """A location path that is a link made outside cachedoctor: restoring copies the data back."""
-    from cachedoctor.drives import same_filesystem
-    from cachedoctor.profiles.resolved import location_paths
+    """A location path that is a link made outside cachedoctor: restoring copies the data back
+    and replaces the link with the copy, leaving the link's target where it is (others may use
+    it: cachedoctor never deletes a folder it does not own)."""
+    from cachedoctor.locate import observe, picture
 
-    pairs = []
-    for found in location_paths(profile, host, location_id):
-        if link_kind(found.path) is not None:
-            target = link_target(found.path)
-            if target and os.path.isdir(target):
-                pairs.append(Pair(found.path, target, same_filesystem(found.path, target)))
+    pairs = [Pair(place.path, place.data or place.via[-1].value or "", same_fs=False)
+             for place in picture(profile, location_id, observe(host)).existing
+             if place.link is not None]
     if not pairs:
         return None
     target = pairs[0].dest
@@ -55,7 +53,6 @@ def _foreign_link(profile: Profile, location_id: str, host: Host) -> Operation |
 
 def _preflight(plan: RestorePlan, profile: Profile, host: Host, *, force: bool) -> None:
     from cachedoctor.drives import drive_of, nearest_existing
-    from cachedoctor.processes import check_not_running
     from cachedoctor.relocate.copy import survey
     from cachedoctor.relocate.plan import _check_encodable, check_room
     from cachedoctor.safety import check_not_protected
@@ -63,8 +60,17 @@ def _preflight(plan: RestorePlan, profile: Profile, host: Host, *, force: bool) 
     op = plan.op
     assert op is not None
     if op.settings.get("foreign"):
-        plan.warnings.append(f"{op.pairs[0].source} is a link cachedoctor did not create; "
-                             "restoring copies its data back")
+        plan.warnings.append(f"{op.pairs[0].source} is a link cachedoctor did not create: "
+                             "restoring copies its data back and replaces the link with the "
+                             f"copy; {op.pairs[0].dest} itself stays where it is")
+    missing = [p for p in op.pairs if not p.same_fs and not os.path.isdir(p.dest)]
+    if missing and plan.status in ("restore", "resume") and op.kind == "move":
+        op.settings["reset"] = [p.source for p in missing]
+        for pair in missing:
+            plan.warnings.append(
+                f"the relocated data at {pair.dest} is missing (is its drive connected?): "
+                f"restoring starts again with an empty {pair.source} (nothing is deleted: the "
+                "data is not there; connect the drive and restore instead to keep it)")
     for pair in op.pairs:
         check_not_protected(pair.source, host, role="cache to restore")
         check_not_protected(pair.dest, host, role="relocated cache")
@@ -85,7 +91,10 @@ def _preflight(plan: RestorePlan, profile: Profile, host: Host, *, force: bool) 
         plan.free_bytes = drive.free_bytes if drive is not None else None
         check_room(drive.mount if drive else original, nearest_existing(original),
                    plan.free_bytes, plan.needed_bytes, needed_inodes)
-    warning = check_not_running(profile, host, force=force)
+    from cachedoctor.inuse import check_not_in_use
+
+    folders = [p.source for p in op.pairs] + [p.dest for p in op.pairs if os.path.isdir(p.dest)]
+    warning = check_not_in_use(folders, force=force, what=f"the {profile.name} cache ({op.location})")
     if warning:
         plan.warnings.append(warning)
 

@@ -1,13 +1,9 @@
-"""`doctor`: evaluate the checks of the profiles and report what is wrong, why, and the fix.
+"""Condition evaluators: one per condition type a profile check may name.
 
-A profile check names condition types (`cachedoctor.conditions`); this module holds one
-evaluator per type in `EVALUATORS`. An evaluator looks at the real system (mounts, links, free
-space, settings files, policies, the journal, the environment) and returns `Hit`s: one per
-offending path, with the facts that fill the check's message and fix. A check is a finding
-when every one of its conditions holds; conditions about the same location must hold for the
-same path.
-
-Nothing here prints; the CLI renders `DoctorReport`.
+An evaluator looks at the real system (where the cache really is, mounts, links, free space,
+settings files, policies, the journal, the environment) and returns `Hit`s: one per offending
+path, with the facts that fill the check's message and fix. A check holds when every one of
+its conditions does; conditions about the same location must hold for the same path.
 """
 
 from __future__ import annotations
@@ -16,101 +12,21 @@ import json
 import ntpath
 import os
 import re
-import shlex
-import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from cachedoctor import conditions as c
+from cachedoctor.doctor.report import Hit
 from cachedoctor.drives import DriveInfo
-from cachedoctor.errors import CachedoctorError
 from cachedoctor.host import Host
 from cachedoctor.profiles.model import Check, Location, Profile, TunePreset
 
-Severity = Literal["error", "warning", "hint"]
-SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "hint": 2}
-
-POLICY_ROOT_ENV = "CACHEDOCTOR_POLICY_ROOT"
-"""Folder standing in for `/` when reading Linux managed browser policies (tests, containers)."""
-
-GLOBAL_TOOL = "(cachedoctor)"
-
-
-@dataclass(frozen=True)
-class Hit:
-    """One place where a condition holds, with the facts found there."""
-
-    path: str | None = None
-    location: str | None = None
-    value: str | None = None
-    facts: Mapping[str, str] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Finding:
-    tool: str
-    location: str | None
-    path: str | None
-    check: str
-    severity: Severity
-    message: str
-    why: str
-    fix: str | None
-    value: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "tool": self.tool,
-            "location": self.location,
-            "path": self.path,
-            "check": self.check,
-            "severity": self.severity,
-            "message": self.message,
-            "why": self.why,
-            "fix": self.fix,
-            "value": self.value,
-        }
-
-
-@dataclass(frozen=True)
-class CheckError:
-    """A check that could not be evaluated (unreadable settings file, broken policy JSON...)."""
-
-    tool: str
-    check: str
-    error: str
-
-    def to_json(self) -> dict[str, str]:
-        return {"tool": self.tool, "check": self.check, "error": self.error}
-
-
-@dataclass
-class DoctorReport:
-    tools: list[str] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    errors: list[CheckError] = field(default_factory=list)
-
-    def count(self, severity: Severity) -> int:
-        return sum(1 for f in self.findings if f.severity == severity)
-
-    @property
-    def exit_code(self) -> int:
-        return 1 if self.count("error") or self.errors else 0
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "tools": list(self.tools),
-            "findings": [f.to_json() for f in self.findings],
-            "errors": [e.to_json() for e in self.errors],
-            "summary": {
-                "errors": self.count("error"),
-                "warnings": self.count("warning"),
-                "hints": self.count("hint"),
-                "check_errors": len(self.errors),
-            },
-        }
+if TYPE_CHECKING:
+    from cachedoctor.locate.effective import Picture
+    from cachedoctor.locate.world import World
+    from cachedoctor.relocate.journal import PendingOperation
 
 
 @dataclass
@@ -122,19 +38,32 @@ class Context:
     workspace: Path | None = None
     policy_root: str | None = None
     quotas: dict[tuple[str, str], int] | None = None
+    world: World | None = None
     _paths: dict[str, list[str]] = field(default_factory=dict)
 
+    def the_world(self) -> World:
+        if self.world is None:
+            from cachedoctor.locate import observe
+
+            self.world = observe(self.host)
+        return self.world
+
+    def picture(self, location_id: str) -> Picture:
+        from cachedoctor.locate import picture
+
+        return picture(self.profile, location_id, self.the_world())
+
     def paths(self, location_id: str) -> list[str]:
-        """Existing paths of a location, plus declared paths that don't exist yet (their nearest
-        existing parent decides the drive); glob templates with no match give nothing."""
+        """Where the location really is (its settings and links observed), existing or not
+        (the nearest existing parent of a missing one decides its drive); a glob with no
+        match gives nothing."""
         if location_id not in self._paths:
-            from cachedoctor.profiles.resolved import declared_paths, location_paths
             from cachedoctor.resolve import has_glob
 
-            found = [lp.path for lp in location_paths(self.profile, self.host, location_id)]
-            for location, pattern in declared_paths(self.profile, self.host):
-                if location.id == location_id and not has_glob(pattern) and pattern not in found:
-                    found.append(pattern)
+            pic = self.picture(location_id)
+            found = [p.path for p in pic.existing]
+            found += [p.path for p in pic.places if not p.exists and not has_glob(p.path)
+                      and p.path not in found]
             self._paths[location_id] = found
         return self._paths[location_id]
 
@@ -411,94 +340,11 @@ def _setting_absolute_path(cond: c.SettingAbsolutePath, ctx: Context) -> list[Hi
 
 # ------------------------------------------------------------------------ browser policies
 
-_POLICY_DIRS: dict[str, tuple[str, ...]] = {
-    "chrome": ("etc/opt/chrome/policies/managed",),
-    "chromium": ("etc/chromium/policies/managed", "etc/chromium-browser/policies/managed"),
-    "edge": ("etc/opt/edge/policies/managed",),
-}
-_POLICY_REGISTRY: dict[str, str] = {
-    "chrome": r"Software\Policies\Google\Chrome",
-    "edge": r"Software\Policies\Microsoft\Edge",
-    "chromium": r"Software\Policies\Chromium",
-}
-_POLICY_MAC_DOMAINS: dict[str, str] = {
-    "chrome": "com.google.Chrome",
-    "edge": "com.microsoft.Edge",
-    "chromium": "org.chromium.Chromium",
-}
-
-
-def policy_root(root: str | None = None) -> str:
-    return root or os.environ.get(POLICY_ROOT_ENV) or "/"
-
-
-def linux_policy_files(browser: str, root: str | None = None) -> list[Path]:
-    """The managed policy JSON files a browser reads on Linux, in the order it reads them."""
-    base = Path(policy_root(root))
-    files: list[Path] = []
-    for rel in _POLICY_DIRS[browser]:
-        folder = base / rel
-        if folder.is_dir():
-            files += sorted(p for p in folder.iterdir() if p.suffix == ".json" and p.is_file())
-    return files
-
-
-def registry_policy_keys(browser: str) -> list[tuple[str, str]]:
-    """(hive, subkey) pairs read on Windows, machine policy first (it wins over user policy)."""
-    sub = _POLICY_REGISTRY[browser]
-    return [("HKEY_LOCAL_MACHINE", sub), ("HKEY_CURRENT_USER", sub)]
-
-
-def _read_registry_value(hive: str, subkey: str, name: str) -> Any:  # pragma: no cover - Windows
-    if sys.platform != "win32":
-        return None
-    import winreg
-
-    root = getattr(winreg, hive)
-    try:
-        with winreg.OpenKey(root, subkey) as key:
-            value, _kind = winreg.QueryValueEx(key, name)
-            return value
-    except OSError:
-        return None
-
-
-def read_policy(
-    browser: str, policy: str, host: Host, *, root: str | None = None,
-    registry: Callable[[str, str, str], Any] | None = None,
-) -> tuple[Any, str] | None:
-    """(value, where it was found) of a managed browser policy, or None when it is not set."""
-    if host.is_windows:
-        reader = registry or _read_registry_value
-        for hive, subkey in registry_policy_keys(browser):
-            value = reader(hive, subkey, policy)
-            if value is not None:
-                return value, f"{hive}\\{subkey}\\{policy}"
-        return None
-    if host.os == "macos":
-        import plistlib
-
-        base = Path(policy_root(root)) / "Library" / "Managed Preferences"
-        plist = base / f"{_POLICY_MAC_DOMAINS[browser]}.plist"
-        try:
-            with plist.open("rb") as fh:
-                data = plistlib.load(fh)
-        except (OSError, plistlib.InvalidFileException, ValueError):
-            return None
-        return (data[policy], str(plist)) if isinstance(data, dict) and policy in data else None
-    found: tuple[Any, str] | None = None
-    for file in linux_policy_files(browser, root):
-        try:
-            data = json.loads(file.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise CachedoctorError(f"{file}: unreadable policy file: {exc}") from None
-        if isinstance(data, dict) and policy in data:
-            found = (data[policy], str(file))
-    return found
-
-
 def _policy_value_below(cond: c.PolicyValueBelow, ctx: Context) -> list[Hit]:
-    found = read_policy(cond.browser, cond.policy, ctx.host, root=ctx.policy_root)
+    from cachedoctor.locate.files import LiveFiles
+    from cachedoctor.policies import read_policy
+
+    found = read_policy(cond.browser, cond.policy, ctx.host, LiveFiles(root=ctx.policy_root))
     if found is None:
         return []
     value, where = found
@@ -511,26 +357,21 @@ def _policy_value_below(cond: c.PolicyValueBelow, ctx: Context) -> list[Hit]:
 # ------------------------------------------------------------------ journal, environment, OS
 
 
-def pending_operations() -> list[Any]:
-    """The move engineer's journal of unfinished operations ([] until that module exists)."""
-    try:
-        from cachedoctor.relocate import journal
-    except ImportError:
-        return []
-    return list(journal.pending_operations())
+def pending_operations() -> list[PendingOperation]:
+    """Every unfinished move or restore in the journal."""
+    from cachedoctor.relocate import journal
+
+    return journal.pending_operations()
 
 
-def _journal_hit(op: Any) -> Hit:
-    facts = {
-        "finish_command": str(getattr(op, "finish_command", "") or ""),
-        "rollback_command": str(getattr(op, "rollback_command", "") or ""),
-        "phase": str(getattr(op, "phase", "") or ""),
-    }
-    return Hit(None, getattr(op, "location", None), str(getattr(op, "summary", "")), facts)
+def journal_hit(op: PendingOperation) -> Hit:
+    facts = {"finish_command": op.finish_command, "rollback_command": op.rollback_command,
+             "phase": op.phase}
+    return Hit(None, op.location, op.summary, facts)
 
 
 def _journal_unfinished(_cond: c.JournalUnfinished, ctx: Context) -> list[Hit]:
-    return [_journal_hit(op) for op in pending_operations() if op.tool == ctx.profile.id]
+    return [journal_hit(op) for op in pending_operations() if op.tool == ctx.profile.id]
 
 
 def managed_variables(host: Host) -> dict[str, str]:
@@ -579,31 +420,6 @@ EVALUATORS: dict[str, Evaluator] = {
     "os_is": _os_is,
 }
 
-
-# ----------------------------------------------------------------------- combining and filling
-
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-def fill(template: str, facts: Mapping[str, str | None], *, quote: Callable[[str], str] | None = None) -> str:
-    """Replace `{name}` with a fact; unknown placeholders (and JSON braces) stay as written."""
-
-    def sub(match: re.Match[str]) -> str:
-        value = facts.get(match.group(1))
-        if value is None:
-            return match.group(0)
-        return quote(value) if quote and match.group(1) == "path" else value
-
-    return _PLACEHOLDER.sub(sub, template)
-
-
-def shell_quote(text: str, host: Host) -> str:
-    """Quote a path for the host's shell when it needs it."""
-    if not text or re.fullmatch(r"[A-Za-z0-9_@%+=:,./\\~-]+", text):
-        return text
-    if host.is_windows:
-        return '"' + text.replace('"', '""') + '"'
-    return shlex.quote(text)
 
 
 _TRIVIAL_VALUES = ("os_is", "location_exists")  # their value says nothing a message needs
@@ -665,108 +481,3 @@ def evaluate_check(check: Check, ctx: Context) -> list[Hit]:
     return out
 
 
-def _finding(check: Check, profile: Profile, hit: Hit, host: Host) -> Finding:
-    facts: dict[str, str | None] = dict(hit.facts)
-    facts.update({"tool": profile.id, "location": hit.location, "path": hit.path, "value": hit.value})
-    return Finding(
-        tool=profile.id,
-        location=hit.location,
-        path=hit.path,
-        check=check.id,
-        severity=check.severity,
-        message=fill(check.message.strip(), facts),
-        why=fill(check.why.strip(), facts),
-        fix=fill(check.fix, facts, quote=lambda p: shell_quote(p, host)) if check.fix else None,
-        value=hit.value,
-    )
-
-
-def check_profile(
-    profile: Profile, host: Host, *, workspace: Path | None = None, policy_root: str | None = None,
-    quotas: dict[tuple[str, str], int] | None = None,
-) -> tuple[list[Finding], list[CheckError]]:
-    ctx = Context(profile, host, workspace=workspace, policy_root=policy_root, quotas=quotas)
-    findings: list[Finding] = []
-    errors: list[CheckError] = []
-    for check in profile.checks:
-        try:
-            hits = evaluate_check(check, ctx)
-        except ImportError as exc:
-            errors.append(CheckError(profile.id, check.id, f"not available in this build: {exc}"))
-            continue
-        except (CachedoctorError, OSError, ValueError) as exc:
-            errors.append(CheckError(profile.id, check.id, str(exc)))
-            continue
-        findings += [_finding(check, profile, hit, host) for hit in hits]
-    return findings, errors
-
-
-def journal_findings(tools: Sequence[str] | None, already: set[tuple[str, str | None]]) -> list[Finding]:
-    """Global check: every unfinished move/restore in the journal (for `tools`, or all)."""
-    out = []
-    for op in pending_operations():
-        tool = str(op.tool)
-        if tools is not None and tool not in tools:
-            continue
-        if (tool, getattr(op, "location", None)) in already:
-            continue
-        hit = _journal_hit(op)
-        finish, rollback = hit.facts["finish_command"], hit.facts["rollback_command"]
-        out.append(Finding(
-            tool=tool,
-            location=hit.location,
-            path=None,
-            check="journal-unfinished",
-            severity="error",
-            message=f"An operation on {tool} was interrupted and is unfinished: {hit.value}"
-            + (f" (phase {hit.facts['phase']})" if hit.facts["phase"] else ""),
-            why="Until it is finished or rolled back, the cache may be split between two places "
-            "and the tool may not find it. Nothing has been deleted; both commands are safe to run."
-            + (f" To roll back instead: {rollback}" if rollback else ""),
-            fix=finish or rollback or None,
-            value=hit.value,
-        ))
-    return out
-
-
-def run_doctor(
-    profiles: Sequence[Profile], host: Host, *, explicit: bool = False, workspace: Path | None = None,
-    policy_root: str | None = None,
-) -> DoctorReport:
-    """Evaluate every check of `profiles` (only present ones unless `explicit`) and the global
-    checks. Findings are sorted by severity, then tool."""
-    from cachedoctor.profiles.resolved import is_present
-
-    report = DoctorReport()
-    quotas: dict[tuple[str, str], int] | None = None
-    for profile in profiles:
-        if not explicit and not is_present(profile, host):
-            continue
-        report.tools.append(profile.id)
-        if quotas is None:
-            from cachedoctor.quota import quota_table
-
-            try:
-                quotas = quota_table()
-            except CachedoctorError as exc:
-                report.errors.append(CheckError(GLOBAL_TOOL, "quota-file", str(exc)))
-                quotas = {}
-        findings, errors = check_profile(
-            profile, host, workspace=workspace, policy_root=policy_root, quotas=quotas
-        )
-        report.findings += findings
-        report.errors += errors
-    journal_checks = {
-        (p.id, check.id)
-        for p in profiles
-        for check in p.checks
-        if any(cond.type == "journal_unfinished" for cond in check.when)
-    }
-    already = {(f.tool, f.location) for f in report.findings if (f.tool, f.check) in journal_checks}
-    journal_tools = [p.id for p in profiles] if explicit else None
-    try:
-        report.findings += journal_findings(journal_tools, already)
-    except (CachedoctorError, OSError, ValueError) as exc:
-        report.errors.append(CheckError(GLOBAL_TOOL, "journal-unfinished", str(exc)))
-    report.findings.sort(key=lambda f: (SEVERITY_ORDER[f.severity], f.tool, f.check, f.path or ""))
-    return report

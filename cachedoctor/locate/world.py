@@ -1,0 +1,175 @@
+"""Everything the effective-location resolution reads, gathered in one value.
+
+`World` is plain data plus lookups: the host (OS, this process's environment, home), a read-only
+view of files, the environment new sessions get (`persistent`), services' environments, browser
+policies and cachedoctor's relocation records. `observe()` (cachedoctor.locate.live) builds
+the live one; tests build one by hand (`World.of(...)`), so resolution on Windows or macOS is
+testable on Linux.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from cachedoctor.host import Host
+from cachedoctor.locate.files import DictFiles, FileView
+from cachedoctor.locate.services import ServiceEnv
+
+if TYPE_CHECKING:
+    from cachedoctor.relocate.journal import Operation
+
+
+@dataclass(frozen=True)
+class EnvValue:
+    value: str
+    origin: str  # "~/.profile:12, cachedoctor's block", "HKCU\\Environment", a unit file line
+    managed: bool = False  # written by cachedoctor (`env set`, `move --method env`)
+
+
+Persistent = Callable[[str], "EnvValue | None"]
+Policy = Callable[[str, str], "tuple[Any, str] | None"]  # (browser, policy) -> (value, where)
+Services = Callable[[str], ServiceEnv]
+
+
+@dataclass(frozen=True)
+class World:
+    host: Host
+    files: FileView
+    persistent: Persistent = field(default=lambda _name: None)
+    service: Services = field(default=lambda unit: ServiceEnv(unit, None, {}))
+    policy: Policy = field(default=lambda _browser, _name: None)
+    records: Mapping[str, Operation] = field(default_factory=dict)  # "tool/location" -> record
+    pending: Mapping[str, Operation] = field(default_factory=dict)  # unfinished operations
+    problems: tuple[str, ...] = ()  # state that could not be read (a damaged registry file)
+
+    @classmethod
+    def of(cls, host: Host, files: FileView | None = None, *,
+           persistent: Mapping[str, str | EnvValue] | None = None,
+           services: Mapping[str, ServiceEnv] | None = None,
+           policies: Mapping[tuple[str, str], tuple[Any, str]] | None = None,
+           records: Mapping[str, Operation] | None = None) -> World:
+        """A world given as plain data (for tests and pure callers)."""
+        table = {k: v if isinstance(v, EnvValue) else EnvValue(v, "test")
+                 for k, v in (persistent or {}).items()}
+        fold = str.upper if host.is_windows else (lambda s: s)
+        folded = {fold(k): v for k, v in table.items()}
+        svc = dict(services or {})
+        pol = dict(policies or {})
+        return cls(
+            host, files or DictFiles(windows=host.is_windows),
+            persistent=lambda name: folded.get(fold(name)),
+            service=lambda unit: svc.get(unit, ServiceEnv(unit, None, {})),
+            policy=lambda browser, name: pol.get((browser, name)),
+            records=dict(records or {}),
+        )
+
+    def new_session_host(self) -> Host:
+        """The host as a new shell, a cron job or a freshly started tool sees it: this process's
+        environment with what the start-up files (or the registry) set on top."""
+        return Host(self.host.os, _Layered(self.host, self.persistent), self.host.home)
+
+    def origin(self, name: str) -> tuple[str, bool]:
+        """Where a variable of the new-session view comes from, and whether cachedoctor set it."""
+        found = self.persistent(name)
+        if found is not None:
+            return found.origin, found.managed
+        return "this process's environment", False
+
+
+class _Layered(Mapping[str, str]):
+    """The process environment with the persistent values on top (names case-insensitive on
+    Windows, as there)."""
+
+    def __init__(self, host: Host, persistent: Persistent) -> None:
+        self._host, self._persistent = host, persistent
+
+    def get(self, key: str, default: Any = None) -> Any:
+        found = self._persistent(key)
+        if found is not None:
+            return found.value
+        value = self._host.getenv(key)
+        return default if value is None else value
+
+    def __getitem__(self, key: str) -> str:
+        value = self.get(key)
+        if value is None:
+            raise KeyError(key)
+        return str(value)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._host.env)
+
+    def __len__(self) -> int:
+        return len(self._host.env)
+
+
+@dataclass(frozen=True)
+class _OverlayFiles:
+    """A FileView with some files' texts replaced (None: the file removed)."""
+
+    base: FileView
+    texts: Mapping[str, str | None]
+
+    def read_text(self, path: str) -> str | None:
+        if path in self.texts:
+            return self.texts[path]
+        return self.base.read_text(path)
+
+    def lexists(self, path: str) -> bool:
+        if path in self.texts:
+            return self.texts[path] is not None
+        return self.base.lexists(path)
+
+    def isdir(self, path: str) -> bool:
+        return self.base.isdir(path)
+
+    def link(self, path: str) -> tuple[str, str] | None:
+        return self.base.link(path)
+
+    def glob(self, pattern: str) -> list[str]:
+        return self.base.glob(pattern)
+
+    def realpath(self, path: str) -> str:
+        return self.base.realpath(path)
+
+
+def with_changes(world: World, *, texts: Mapping[str, str | None] | None = None,
+                 persistent: Mapping[str, EnvValue | None] | None = None,
+                 policies: Mapping[tuple[str, str], tuple[Any, str] | None] | None = None,
+                 service_values: Mapping[str, Mapping[str, tuple[str, str]]] | None = None) -> World:
+    """The world as it would be after a change (a config file rewritten, a variable set, a
+    policy written): `move` resolves the tool in it before changing anything, to be sure the
+    tool would really look where the cache goes."""
+    files = _OverlayFiles(world.files, dict(texts)) if texts else world.files
+    env = dict(persistent or {})
+    fold = str.upper if world.host.is_windows else (lambda s: s)
+    folded = {fold(k): v for k, v in env.items()}
+    base_persistent = world.persistent
+
+    def new_persistent(name: str) -> EnvValue | None:
+        if fold(name) in folded:
+            return folded[fold(name)]
+        return base_persistent(name)
+
+    pol: dict[tuple[str, str], tuple[Any, str] | None] = dict(policies or {})
+    base_policy = world.policy
+
+    def new_policy(browser: str, name: str) -> tuple[Any, str] | None:
+        if (browser, name) in pol:
+            return pol[(browser, name)]
+        found: tuple[Any, str] | None = base_policy(browser, name)
+        return found
+
+    extra = dict(service_values or {})
+    base_service = world.service
+
+    def new_service(unit: str) -> ServiceEnv:
+        found = base_service(unit)
+        if unit in extra and found.file is not None:
+            return ServiceEnv(unit, found.file, {**found.values, **extra[unit]})
+        return found
+
+    return World(world.host, files, new_persistent, new_service, new_policy, world.records,
+                 world.pending, world.problems)
