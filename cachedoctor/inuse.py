@@ -246,7 +246,7 @@ class _Folders:
         return os.path.normcase(path).casefold() if os.name == "nt" else path.casefold()
 
     def folder_of(self, path: str) -> str | None:
-        key = self._key(path)
+        key = self._key(path) if self.fold_case else path
         exact = self._exact.get(key)
         if exact is not None:
             return exact
