@@ -53,6 +53,23 @@ time.sleep(3600)
 """
 
 
+def _wait_for_group_to_go(pgid: int, timeout: float = 60.0) -> None:
+    """Until init has reaped the killed children (so the next run starts from a quiet table)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        left = 0
+        for entry in os.listdir("/proc"):
+            try:
+                stat = Path(f"/proc/{entry}/stat").read_bytes() if entry.isdigit() else b""
+            except OSError:
+                continue
+            fields = stat[stat.rfind(b")") + 2 :].split()
+            left += len(fields) > 2 and int(fields[2]) == pgid
+        if not left:
+            return
+        time.sleep(0.1)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--processes", type=int, default=300)
@@ -106,6 +123,7 @@ def main() -> int:
         finally:
             os.killpg(helper.pid, signal.SIGKILL)  # the helper and its children only
             helper.wait()
+            _wait_for_group_to_go(helper.pid)
     result = {
         "processes_on_machine": total,
         "holders": args.processes,

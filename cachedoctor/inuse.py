@@ -72,7 +72,7 @@ class Use:
 
     def describe(self) -> str:
         path = f"{self.path} (deleted)" if self.deleted else self.path
-        return f"{self.name} (pid {self.pid}): {self.what} {path}"
+        return f"{self.name or '?'} (pid {self.pid}): {self.what} {path}"
 
 
 @dataclass(frozen=True)
