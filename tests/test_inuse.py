@@ -530,5 +530,15 @@ def test_the_name_hint_skips_this_process_and_zombies_but_not_other_processes(
         other = children.start("pass")
         forget_snapshot()
         assert other.pid in {p.pid for p in running_processes(profile, host)}
+        fork = os.fork()  # a forked worker of this process, same name
+        if fork == 0:  # pragma: no cover - the child
+            time.sleep(60)
+            os._exit(0)
+        try:
+            forget_snapshot()
+            assert fork not in {p.pid for p in running_processes(profile, host)}
+        finally:
+            os.kill(fork, 9)
+            os.waitpid(fork, 0)
     finally:
         forget_snapshot()
