@@ -1,7 +1,13 @@
-"""Is a tool running? Matched by the process names its profile declares for this OS."""
+"""Is a tool running? Matched by the process names its profile declares for this OS.
+
+Only a hint (whether a cache is in use is observed by `cachedoctor.inuse`). Never counted:
+zombie (defunct) processes, this process, and its forked workers (descendants that are forks
+of it: same command line). A child that ran another program counts like any process.
+"""
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass
 
@@ -15,18 +21,31 @@ class RunningProcess:
     name: str
 
 
+@dataclass(frozen=True)
+class _Row:
+    pid: int
+    ppid: int
+    name: str
+    zombie: bool
+
+
 def running_processes(profile: Profile, host: Host) -> list[RunningProcess]:
     names = {n.lower() for n in profile.processes.for_host(host)}
     if not names:
         return []
-    return [p for p in _process_table() if p.name.lower() in names]
+    table = _process_table()
+    candidates = [r for r in table if r.name.lower() in names and not r.zombie]
+    if not candidates:
+        return []
+    own = _own_pids(table, candidates)
+    return [RunningProcess(r.pid, r.name) for r in candidates if r.pid not in own]
 
 
 _SNAPSHOT_TTL = 1.0  # seconds: one listing serves a loop over every profile, not a later check
-_snapshot: tuple[float, tuple[RunningProcess, ...]] | None = None
+_snapshot: tuple[float, tuple[_Row, ...]] | None = None
 
 
-def _process_table() -> tuple[RunningProcess, ...]:
+def _process_table() -> tuple[_Row, ...]:
     """A snapshot of the process list, shared by the profiles asked about within a second."""
     global _snapshot
     now = time.monotonic()
@@ -34,11 +53,43 @@ def _process_table() -> tuple[RunningProcess, ...]:
         import psutil
 
         table = tuple(
-            RunningProcess(proc.info["pid"], proc.info["name"] or "")
-            for proc in psutil.process_iter(["pid", "name"])
+            _Row(
+                proc.info["pid"],
+                proc.info["ppid"] or 0,
+                proc.info["name"] or "",
+                proc.info["status"] in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD),
+            )
+            for proc in psutil.process_iter(["pid", "ppid", "name", "status"])
         )
         _snapshot = (now, table)
     return _snapshot[1]
+
+
+def _own_pids(table: tuple[_Row, ...], candidates: list[_Row]) -> set[int]:
+    """Which `candidates` are this process or its forked workers (checked at question time,
+    so a forked child asking sees itself as "this process")."""
+    me = os.getpid()
+    parents = {r.pid: r.ppid for r in table}
+    own = {me}
+    for row in candidates:
+        # Walk up to this process; every step on the way must be a fork of it.
+        chain: list[int] = []
+        pid = row.pid
+        while pid in parents and pid != me and len(chain) < 64:
+            chain.append(pid)
+            pid = parents[pid]
+        if pid == me and (not chain or all(_is_fork_of_me(p) for p in chain)):
+            own.add(row.pid)
+    return own
+
+
+def _is_fork_of_me(pid: int) -> bool:
+    import psutil
+
+    try:
+        return psutil.Process(pid).cmdline() == psutil.Process().cmdline()
+    except psutil.Error:
+        return False
 
 
 def check_not_running(profile: Profile, host: Host, *, force: bool) -> str | None:
