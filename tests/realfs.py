@@ -39,8 +39,9 @@ IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 
 KINDS = ("ext4", "xfs", "btrfs", "tmpfs", "ntfs", "exfat", "drvfs")
 
-# Image sizes. xfsprogs refuses anything under 300 MB and btrfs (DUP metadata, the default) needs
-# about 114 MiB; the images are sparse, so these cost a few MiB of real disk each.
+# Image sizes. mkfs.xfs refuses anything under 300 MB and mkfs.btrfs (DUP metadata, the default)
+# 100 MiB (110 MiB works); the images are sparse, so they cost a few MiB of real disk each (xfs:
+# 64 MiB, its log), and are removed at teardown.
 DEFAULT_SIZES = {
     "ext4": "32M",
     "xfs": "300M",
@@ -186,6 +187,7 @@ def mount_entry(path: Path) -> tuple[str, str, tuple[str, ...]] | None:
 def _run(*cmd: str) -> str:
     """Run a command; output goes to a file, not a pipe, so that a FUSE daemon that keeps its
     inherited stdout open cannot hang us. Raises with the output on failure."""
+    cmd = (_tool(cmd[0]) or cmd[0], *cmd[1:])
     with tempfile.TemporaryFile("w+") as out:
         done = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, timeout=120)
         out.seek(0)
@@ -195,8 +197,13 @@ def _run(*cmd: str) -> str:
     return text
 
 
+def _tool(name: str) -> str | None:
+    """The tool's full path; /usr/sbin and /sbin count even when PATH leaves them out (mkfs.*)."""
+    return shutil.which(name) or shutil.which(name, path="/usr/sbin:/sbin")
+
+
 def _need_tools(*tools: str) -> None:
-    missing = [t for t in tools if shutil.which(t) is None]
+    missing = [t for t in tools if _tool(t) is None]
     if missing:
         raise Unavailable(f"missing tool(s): {', '.join(missing)} (Debian: ntfs-3g exfat-fuse "
                           "exfatprogs btrfs-progs xfsprogs bindfs; .ci/run installs them)")
@@ -237,7 +244,7 @@ def _autoclear(dev: str) -> None:
     """`losetup -d` on a loop device in use only marks it autoclear: the kernel detaches it when
     its last user lets go, that is after the lazy unmount, or when the namespace ends if the
     session is killed first (loop devices are global: none must outlive the session)."""
-    subprocess.run(["losetup", "-d", dev], stdout=subprocess.DEVNULL,
+    subprocess.run([_tool("losetup") or "losetup", "-d", dev], stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, check=False)
 
 
@@ -251,7 +258,7 @@ def _loop_device(image: Path) -> Iterator[str]:
 
 
 def _unmount(path: Path) -> None:
-    subprocess.run(["umount", "-l", str(path)], stdout=subprocess.DEVNULL,
+    subprocess.run([_tool("umount") or "umount", "-l", str(path)], stdout=subprocess.DEVNULL,
                    stderr=subprocess.DEVNULL, check=False)
 
 
