@@ -1,5 +1,7 @@
 """Shared fixtures. Every test runs with its own HOME and XDG folders, so nothing a test does
-(state, config, shell files, crontab aside) can touch the real user's files."""
+(state, config, shell files, crontab aside) can touch the real user's files. As root on Linux
+the whole session runs in a private mount namespace (see pytest_configure), so nothing a test
+mounts reaches the machine's mount table either."""
 
 from __future__ import annotations
 
@@ -12,14 +14,28 @@ from pathlib import Path
 
 import pytest
 
+from tests import realfs as _realfs
+from tests.realfs import (  # noqa: F401 - fixtures, registered by being here
+    drvfs_mnt_d,
+    make_realfs,
+    realfs,
+    realfs_btrfs,
+    realfs_drvfs,
+    realfs_exfat,
+    realfs_ext4,
+    realfs_ntfs,
+    realfs_tmpfs,
+    realfs_xfs,
+)
+
 IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 IS_LINUX = sys.platform.startswith("linux")
 IS_MACOS = sys.platform == "darwin"
 IS_WINDOWS = sys.platform == "win32"
 
-needs_root = pytest.mark.skipif(
-    not (IS_ROOT and IS_LINUX), reason="needs root on Linux to mount a tmpfs"
-)
+# Tests that mount: they run only as root on Linux, inside the session's private mount namespace
+# (pytest_runtest_setup below skips them otherwise, with the reason).
+needs_root = pytest.mark.root
 needs_linux = pytest.mark.skipif(not IS_LINUX, reason="Linux-only facility (du, mounts, crontab)")
 needs_du = pytest.mark.skipif(
     shutil.which("du") is None or not IS_LINUX,
@@ -37,6 +53,33 @@ needs_posix_paths = pytest.mark.skipif(
 needs_posix_sh = pytest.mark.skipif(
     IS_WINDOWS or shutil.which("sh") is None, reason="needs a POSIX sh"
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """As root on Linux, move this process into a private mount namespace before any test runs:
+    every mount a test makes (tmpfs, loop images, FUSE, /mnt/d), in this process or a child,
+    stays out of the machine's mount table and vanishes with the session. pytest is still
+    single-threaded here, which unshare(CLONE_NEWNS) needs (it moves the calling thread only)."""
+    if IS_ROOT and IS_LINUX:
+        _realfs.enter_private_mount_namespace()
+
+
+def mount_skip_reason() -> str | None:
+    """Why this session may not mount anything, or None when it may."""
+    if not IS_LINUX:
+        return "mounts filesystems: Linux only"
+    if not IS_ROOT:
+        return "needs root on Linux to mount filesystems"
+    if not _realfs.ISOLATION.isolated:
+        return f"no private mount namespace, so no mounts: {_realfs.ISOLATION.reason}"
+    return None
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("root") is not None:
+        reason = mount_skip_reason()
+        if reason:
+            pytest.skip(reason)
 
 
 def user_cache_root(home: Path) -> Path:
@@ -84,8 +127,9 @@ def isolated_home(
 @pytest.fixture
 def tmpfs(tmp_path: Path) -> Iterator[Path]:
     """A real, separate, small filesystem (8 MiB tmpfs): a second drive with real ENOSPC."""
-    if not (IS_ROOT and IS_LINUX):
-        pytest.skip("needs root on Linux to mount a tmpfs")
+    reason = mount_skip_reason()
+    if reason:
+        pytest.skip(reason)
     mount = tmp_path / "drive"
     mount.mkdir()
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)], check=True)

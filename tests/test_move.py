@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import IS_LINUX, IS_ROOT
+from tests.conftest import IS_LINUX, IS_ROOT, needs_root
 from tests.test_relocate_copy import build_tree, snapshot
 
 pytestmark = pytest.mark.skipif(not IS_LINUX, reason="exercised on Linux filesystems")
@@ -125,7 +125,7 @@ def test_move_and_restore_round_trip(where: str, profiles: Path, cache: Path, tm
     assert move_change.after["new_path"] == str(target)
 
 
-@pytest.mark.skipif(not IS_ROOT, reason="needs root to mount a tmpfs")
+@needs_root
 def test_move_to_a_mounted_tmpfs(profiles: Path, cache: Path, tmpfs: Path) -> None:
     before = snapshot(cache)
     result = cli("move", "foo", str(tmpfs), "--yes", "--verify", "hash")
@@ -207,7 +207,7 @@ def test_running_tool_is_refused_unless_forced(tmp_path: Path, monkeypatch: pyte
         proc.wait()
 
 
-@pytest.mark.skipif(not IS_ROOT, reason="needs root to mount a tmpfs")
+@needs_root
 def test_enospc_for_real_leaves_the_source(profiles: Path, cache: Path, tmpfs: Path,
                                           monkeypatch: pytest.MonkeyPatch,
                                           capsys: pytest.CaptureFixture[str]) -> None:
@@ -264,7 +264,7 @@ def test_unreadable_file_stops_before_anything_changes(profiles: Path, cache: Pa
     assert os.listdir(shm) == [] and pending() == []
 
 
-@pytest.mark.skipif(not IS_ROOT, reason="needs root to mount a tmpfs")
+@needs_root
 def test_failing_link_creation_rolls_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                           shm: Path) -> None:
     """The link cannot be created (no free inode left where the cache lives): for real."""
@@ -521,7 +521,7 @@ def test_destination_next_to_the_cache_that_does_not_exist_yet(tmp_path: Path, i
     assert snapshot(dest / "foo") == before
 
 
-@pytest.mark.skipif(not IS_ROOT, reason="mounts a tmpfs with few inodes")
+@needs_root
 def test_too_few_inodes_is_caught_in_preflight(profiles: Path, cache: Path, tmp_path: Path) -> None:
     drive = tmp_path / "few-inodes"
     drive.mkdir()

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import IS_LINUX, IS_ROOT
+from tests.conftest import IS_LINUX, needs_root
 
 # The move tests' fixtures (profiles, cache, shm) are imported, and tests name them as arguments.
 from tests.test_move import (  # noqa: F401
@@ -216,7 +216,7 @@ def test_file_created_during_the_copy_is_caught_by_verify(
 # ------------------------------------------------------------------------------ sparse files
 
 
-@pytest.mark.skipif(not IS_ROOT, reason="mounts a tmpfs")
+@needs_root
 def test_sparse_file_stays_sparse_and_fits_a_small_drive(profiles: Path, cache: Path,
                                                          tmpfs: Path) -> None:
     """broke (fixed): the copy filled the holes, so a 64 MiB sparse file with 1 MiB of data did
@@ -319,7 +319,7 @@ def test_restore_refuses_a_foreign_link_into_its_own_parent(
     assert pending() == []
 
 
-@pytest.mark.skipif(not IS_ROOT, reason="mounts a tmpfs")
+@needs_root
 def test_enospc_during_restore_keeps_the_relocated_cache(
         profiles: Path, isolated_home: Path, shm: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from cachedoctor.errors import OperationFailed
