@@ -23,7 +23,7 @@ DEV_TOOLS = {
     "nuget": "package", "vcpkg": "package", "bazel": "build", "ccache": "build",
     "sccache": "build", "deno": "package", "bun": "package", "composer": "package",
     "gem": "package", "julia": "package", "renv": "package", "conan": "package",
-    "pre-commit": "package",
+    "homebrew": "package", "flatpak": "package", "pre-commit": "package",
     "terraform": "package", "electron": "build", "electron-builder": "build",
     "node-gyp": "build",
 }
@@ -65,7 +65,8 @@ def test_all_dev_profiles_exist_with_their_category() -> None:
 
 def test_aliases_are_only_names_users_type() -> None:
     assert PROFILES["gem"].aliases == ["bundler"]
-    others = set(DEV_TOOLS) - {"gem"}
+    assert PROFILES["homebrew"].aliases == ["brew"]
+    others = set(DEV_TOOLS) - {"gem", "homebrew"}
     assert all(not PROFILES[t].aliases for t in others)
 
 
@@ -336,6 +337,45 @@ def test_conan_home() -> None:
     assert home.ask is not None and home.ask.command == ["conan", "config", "home"]
     assert clean_command("conan", "home") == ["conan", "cache", "clean"]
     assert not home.safe_to_delete and isinstance(home.units[0], ToolOnlyUnits)
+
+
+# --- Homebrew / Flatpak -----------------------------------------------------------------------
+
+def test_homebrew_cache_on_macos_and_linux_only() -> None:
+    assert first("homebrew", "cache", host("macos")) == "/Users/ann/Library/Caches/Homebrew"
+    assert first("homebrew", "cache", host("linux")) == "/home/ann/.cache/Homebrew"
+    assert first("homebrew", "cache", host("linux", XDG_CACHE_HOME="/xdg")) == "/xdg/Homebrew"
+    assert first("homebrew", "cache", host("wsl")) == "/home/ann/.cache/Homebrew"
+    assert paths("homebrew", "cache", host("windows")) == []
+    assert first("homebrew", "cache", host("macos", HOMEBREW_CACHE="/hb")) == "/hb"
+
+
+def test_homebrew_knobs_ask_and_cleanup() -> None:
+    cache = loc("homebrew", "cache")
+    config, env = cache.relocate
+    assert isinstance(config, ConfigRelocation)
+    assert (config.format, config.key) == ("npmrc", "HOMEBREW_CACHE")
+    assert resolved(config.file.for_host(HOSTS["macos"]), "macos") == ["/Users/ann/.homebrew/brew.env"]
+    assert resolved(config.file.for_host(HOSTS["linux"]), "linux", XDG_CONFIG_HOME="/cfg")[0] == (
+        "/cfg/homebrew/brew.env")
+    assert isinstance(env, EnvRelocation) and env.vars == {"HOMEBREW_CACHE": "{dest}"}
+    assert cache.ask is not None and cache.ask.command == ["brew", "--cache"]
+    assert clean_command("homebrew", "cache") == ["brew", "cleanup"]
+
+
+def test_flatpak_app_caches_and_installation() -> None:
+    assert first("flatpak", "app-caches", host("linux")) == "/home/ann/.var/app/*/cache"
+    assert first("flatpak", "user-installation", host("linux")) == "/home/ann/.local/share/flatpak"
+    assert first("flatpak", "user-installation", host("linux", FLATPAK_USER_DIR="/fp")) == "/fp"
+    for os_name in ("windows", "macos"):
+        assert paths("flatpak", "app-caches", host(os_name)) == []
+        assert paths("flatpak", "user-installation", host(os_name)) == []
+    assert loc("flatpak", "app-caches").safe_to_delete
+    install = loc("flatpak", "user-installation")
+    assert install.kind == "environments" and not install.safe_to_delete  # not a cache
+    assert clean_command("flatpak", "user-installation") == [
+        "flatpak", "uninstall", "--user", "--unused", "--noninteractive", "-y"]
+    assert install.relocate == []
 
 
 # --- pre-commit / Terraform -------------------------------------------------------------------
