@@ -313,3 +313,86 @@ def test_profile_cites_urls_and_adds_no_engine_wide_checks(tool: str) -> None:
             assert loc.relocate == []
         # a plain folder can always be linked by the engine: no profile here asks for it
         assert not any(isinstance(m, LinkRelocation) for m in loc.relocate)
+
+
+# --- single-OS profiles: wsl and visualstudio (Windows), xcode (macOS) ----------------------------
+# test_profile_library.test_every_tool_has_a_path_on_its_main_platforms expects a Linux and a
+# Windows path from every profile but astra and vllm; these three exist on one OS only.
+
+@pytest.mark.parametrize(("tool", "oses"), [
+    ("wsl", {"windows"}), ("visualstudio", {"windows"}), ("xcode", {"macos"}),
+])
+def test_single_os_profiles_claim_no_other_os(tool: str, oses: set[str]) -> None:
+    assert _oses_with_paths(tool) == oses
+
+
+def test_wsl_distribution_disks() -> None:
+    assert paths("wsl", "distro-disks", host("windows")) == [
+        LOCAL + r"\Packages\*\LocalState\ext4.vhdx",
+        LOCAL + r"\wsl\*\ext4.vhdx",
+    ]
+    loc = _loc("wsl", "distro-disks")
+    assert PROFILES["wsl"].category == "container"
+    assert not loc.safe_to_delete and loc.relocate == [] and loc.clean is None and loc.link_forbidden
+    steps = loc.how_to_move.for_host(HOSTS["windows"])
+    joined = " ".join(steps)
+    assert steps[0] == "wsl --shutdown"
+    assert "wsl --manage <distro> --move" in joined
+    assert "wsl --export" in joined and "wsl --unregister" in joined and "wsl --import" in joined
+    notes = " ".join(PROFILES["wsl"].notes)
+    assert "Optimize-VHD" in notes and "compact vdisk" in notes and "--set-sparse" in notes
+
+
+def test_xcode_locations() -> None:
+    mac = host("macos")
+    assert first("xcode", "derived-data", mac) == "/Users/ann/Library/Developer/Xcode/DerivedData"
+    assert first("xcode", "device-support", mac) == "/Users/ann/Library/Developer/Xcode/iOS DeviceSupport"
+    assert first("xcode", "archives", mac) == "/Users/ann/Library/Developer/Xcode/Archives"
+    assert first("xcode", "simulator-devices", mac) == "/Users/ann/Library/Developer/CoreSimulator/Devices"
+    assert PROFILES["xcode"].category == "ide"
+    derived = _loc("xcode", "derived-data")
+    assert derived.safe_to_delete and derived.kind == "build"
+    assert [type(m) for m in derived.relocate] == [LinkRelocation]  # defaults plists can't be written
+    assert derived.ask is not None and derived.ask.command == [
+        "defaults", "read", "com.apple.dt.Xcode", "IDECustomDerivedDataLocation"]
+    archives = _loc("xcode", "archives")
+    assert archives.kind == "data" and not archives.safe_to_delete
+    devices = _loc("xcode", "simulator-devices")
+    assert not devices.safe_to_delete and [u.type for u in devices.units] == ["tool-only"]
+    assert _command("xcode", "simulator-devices") == ["xcrun", "simctl", "delete", "unavailable"]
+
+
+@needs_posix_paths
+def test_xcode_simulators_are_cleaned_only_by_simctl(tmp_path: Path) -> None:
+    devices = tmp_path / "Library" / "Developer" / "CoreSimulator" / "Devices"
+    (devices / "0F3C-UDID").mkdir(parents=True)
+    mac = Host(os="macos", env={"HOME": str(tmp_path)}, home=str(tmp_path))
+    plan = plan_clean([PROFILES["xcode"]], mac, Policy(explicit=True), which=lambda p: "/usr/bin/xcrun",
+                      running=_no_process, measure=False)
+    [target] = [t for t in plan.targets if t.location == "simulator-devices"]
+    assert target.command == ["/usr/bin/xcrun", "simctl", "delete", "unavailable"]
+    plan = plan_clean([PROFILES["xcode"]], mac, Policy(explicit=True), which=lambda p: None,
+                      running=_no_process, measure=False)
+    assert not [t for t in plan.targets if t.location == "simulator-devices"]
+
+
+def test_visualstudio_caches() -> None:
+    win = host("windows")
+    assert first("visualstudio", "package-cache", win) == r"C:\ProgramData\Microsoft\VisualStudio\Packages"
+    assert first("visualstudio", "windows-package-cache", win) == r"C:\ProgramData\Package Cache"
+    assert PROFILES["visualstudio"].category == "system"
+    packages = _loc("visualstudio", "package-cache")
+    assert packages.safe_to_delete and packages.relocate == []
+    steps = " ".join(packages.how_to_move.for_host(HOSTS["windows"]))
+    assert r"HKLM\SOFTWARE\Policies\Microsoft\VisualStudio\Setup" in steps and "CachePath" in steps
+    assert "50 characters" in steps and "KeepDownloadedPayloads" in steps
+    burn = _loc("visualstudio", "windows-package-cache")
+    assert not burn.safe_to_delete and burn.clean is None
+    assert "Never delete the Windows Package Cache" in " ".join(PROFILES["visualstudio"].notes)
+
+
+@pytest.mark.parametrize("tool", ["wsl", "xcode", "visualstudio"])
+def test_single_os_profiles_cite_urls_and_add_no_checks(tool: str) -> None:
+    profile = PROFILES[tool]
+    assert profile.sources and all(s.startswith("https://") for s in profile.sources)
+    assert profile.checks == []
