@@ -92,20 +92,6 @@ def _is_fork_of_me(pid: int) -> bool:
         return False
 
 
-def check_not_running(profile: Profile, host: Host, *, force: bool) -> str | None:
-    """Refuse to change a cache while its tool runs; with `force`, return the warning instead."""
-    from cachedoctor.errors import RefusedError
-
-    running = running_processes(profile, host)
-    if not running:
-        return None
-    names = ", ".join(f"{p.name} (pid {p.pid})" for p in running)
-    if not force:
-        raise RefusedError(f"{profile.name} is running: {names}",
-                           hint="close it first, or pass --force if you are sure it is idle")
-    return f"{profile.name} is running ({names}); going ahead because of --force"
-
-
 def forget_snapshot() -> None:
     """Make the next question list processes afresh (a last check just before a change)."""
     global _snapshot

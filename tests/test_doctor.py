@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from cachedoctor import doctor
-from cachedoctor.doctor.evaluators import EVALUATORS, _is_absolute_any
 from cachedoctor.conditions import condition_names
-from cachedoctor.drives import partitions, drive_of
+from cachedoctor.doctor.evaluators import EVALUATORS, _is_absolute_any
+from cachedoctor.drives import drive_of, partitions
 from cachedoctor.host import Host
 from cachedoctor.profiles.loader import parse_profile
 from cachedoctor.profiles.model import Profile

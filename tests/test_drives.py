@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cachedoctor.drives import partitions, drive_of, parse_proc_mounts
+from cachedoctor.drives import drive_of, parse_proc_mounts, partitions
 from tests.conftest import IS_LINUX, needs_root
 
 

@@ -187,24 +187,33 @@ def test_protected_source_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert (isolated_home / ".cache").is_dir() and not os.path.islink(isolated_home / ".cache")
 
 
-def test_running_tool_is_refused_unless_forced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                cache: Path, shm: Path) -> None:
+def test_a_process_using_the_cache_blocks_the_move_unless_forced(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cache: Path, shm: Path) -> None:
+    """A process named like the tool does not block a move; one with a file open inside the
+    cache does (its pid and the file are named), and --force goes ahead with a warning."""
     directory = tmp_path / "profiles"
     write_profile(directory, processes="[cdmovetestproc]")
     monkeypatch.setenv("CACHEDOCTOR_PROFILES_DIR", str(directory))
     fake = tmp_path / "cdmovetestproc"
     shutil.copy(shutil.which("sleep") or "/bin/sleep", fake)
-    proc = subprocess.Popen([str(fake), "60"])
+    namesake = subprocess.Popen([str(fake), "60"])
+    held = next(p for p in cache.rglob("*") if p.is_file() and not p.is_symlink())
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; f = open(sys.argv[1], 'rb'); print('ready', "
+         "flush=True); time.sleep(60)", str(held)], stdout=subprocess.PIPE, text=True)
     try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
         refused = cli("move", "foo", str(shm), "--yes")
-        assert refused.returncode == 2 and "is running" in refused.stderr and "--force" in refused.stderr
+        assert refused.returncode == 2 and "in use" in refused.stderr
+        assert f"pid {holder.pid}" in refused.stderr and "--force" in refused.stderr
         assert not os.path.islink(cache)
         forced = cli("move", "foo", str(shm), "--yes", "--force")
         assert forced.returncode == 0, forced.stderr
         assert "going ahead because of --force" in forced.stderr and os.path.islink(cache)
     finally:
-        proc.kill()
-        proc.wait()
+        for proc in (namesake, holder):
+            proc.kill()
+            proc.wait()
 
 
 @needs_root

@@ -73,6 +73,17 @@ def first(tool: str, location: str, h: Host) -> str:
     return paths(tool, location, h)[0]
 
 
+def effective(tool: str, location: str, h: Host, files: object = None) -> list[str]:
+    """Where the tool really keeps the location on `h` (its settings read from `files`)."""
+    from cachedoctor.locate.effective import resolve_location
+    from cachedoctor.locate.files import DictFiles
+    from cachedoctor.locate.world import World
+
+    view = files if files is not None else DictFiles(windows=h.is_windows)
+    pic = resolve_location(PROFILES[tool], PROFILES[tool].location(location), World.of(h, view))  # type: ignore[arg-type]
+    return [p.path for p in pic.places]
+
+
 def _is_absolute_for(path: str, h: Host) -> bool:
     if h.is_windows:
         return bool(re.match(r"^[A-Za-z]:\\", path)) and ntpath.isabs(path)
@@ -134,13 +145,30 @@ def test_config_and_tune_files_resolve(tool: str, os_name: str) -> None:
             _assert_resolves(preset.file.for_host(h), h, f"{tool} preset {preset.id}")
 
 
+# Tools that exist on fewer platforms than Linux and Windows (checked against their docs).
+PLATFORMS = {"astra": {"linux"}, "vllm": {"linux"}, "wsl": {"windows"}, "visualstudio": {"windows"},
+             "xcode": {"macos"}, "homebrew": {"macos", "linux"}, "flatpak": {"linux"},
+             "windows-temp": {"windows"}}
+
+
 def test_every_tool_has_a_path_on_its_main_platforms() -> None:
-    linux_only = {"astra", "vllm"}
     for tool, profile in PROFILES.items():
-        oses = {"linux"} if tool in linux_only else {"linux", "windows"}
-        for os_name in oses:
+        for os_name in PLATFORMS.get(tool, {"linux", "windows"}):
             found = [t for loc in profile.locations for t in loc.paths.for_host(HOSTS[os_name])]
             assert found, f"{tool} has no path on {os_name}"
+
+
+ENGINE_CONDITIONS = {"link_target_missing", "env_not_seen", "free_space_below",
+                     "filesystem_differs", "over_quota", "link_kind"}
+
+
+def test_no_profile_repeats_an_engine_wide_rule() -> None:
+    """Broken links, unseen variables, full drives, stores on another filesystem, quotas and
+    link kinds are checked by the engine for every location; a profile holds only its own."""
+    for tool, profile in PROFILES.items():
+        for check in profile.checks:
+            pasted = {cond.type for cond in check.when} & ENGINE_CONDITIONS
+            assert not pasted, f"{tool}: check {check.id} repeats the engine's {pasted}"
 
 
 @pytest.mark.parametrize("tool", sorted(PROFILES))
@@ -216,9 +244,18 @@ def test_pip_windows_env_lookup_is_case_insensitive() -> None:
     assert first("pip", "cache", h) == r"C:\Users\ann\AppData\Local\pip\Cache"
 
 
-def test_pip_cache_dir_variable_wins() -> None:
-    assert first("pip", "cache", host("linux", PIP_CACHE_DIR="/data/pip")) == "/data/pip"
-    assert first("pip", "cache", host("windows", PIP_CACHE_DIR=r"D:\pip")) == r"D:\pip"
+def test_pip_cache_dir_variable_beats_the_config_files_which_beat_the_default() -> None:
+    from cachedoctor.locate.files import DictFiles
+
+    conf = DictFiles(texts={"/home/ann/.config/pip/pip.conf": "[global]\ncache-dir = ~/pipc\n",
+                            "/etc/pip.conf": "[global]\ncache-dir = /srv/pip\n"})
+    assert effective("pip", "cache", host("linux")) == ["/home/ann/.cache/pip"]
+    assert effective("pip", "cache", host("linux"), conf) == ["/home/ann/pipc"]  # user over global
+    assert effective("pip", "cache", host("linux", PIP_CACHE_DIR="/data/pip"), conf) == ["/data/pip"]
+    assert effective("pip", "cache", host("windows", PIP_CACHE_DIR=r"D:\pip")) == [r"D:\pip"]
+    ini = DictFiles(texts={r"C:\Users\ann\AppData\Roaming\pip\pip.ini": "[global]\ncache-dir=E:\\p\n"},
+                    windows=True)
+    assert effective("pip", "cache", host("windows"), ini) == [r"E:\p"]
 
 
 def test_pip_relocates_with_its_config_file_and_cleans_with_purge() -> None:
@@ -335,28 +372,25 @@ def test_workbuddy_paths_quota_and_junction() -> None:
     assert not loc.safe_to_delete  # conversation records live there
 
 
-def test_workbuddy_checks() -> None:
-    checks = PROFILES["workbuddy"].checks
-    symlink = [c for c in checks if {cond.type for cond in c.when} == {"os_is", "link_kind"}]
-    assert symlink and symlink[0].severity == "error"
-    assert any(cond.type == "link_kind" and cond.kind == "symlink" for cond in symlink[0].when)
-    assert any(cond.type == "os_is" and cond.os == ["windows"] for cond in symlink[0].when)
-    types = {cond.type for c in checks for cond in c.when}
-    assert {"over_quota", "filesystem_type", "link_target_missing"} <= types
-    quota_fix = next(c.fix for c in checks if c.when[0].type == "over_quota")
-    assert quota_fix == "cachedoctor quota {tool} 20GB"
+def test_workbuddy_needs_a_junction_and_caps_at_20_gb() -> None:
+    """The engine reports a symlink where a junction is needed, a cache over its cap and a
+    cache on a RAM disk from these facts; the profile repeats none of those checks."""
+    location = PROFILES["workbuddy"].location("cache")
+    links = [r for r in location.relocate if isinstance(r, LinkRelocation)]
+    assert links and links[0].windows_link == "junction"
+    assert location.quota is not None and parse_size(location.quota) == 20 * 10**9
 
 
 def test_astra_cache_env_and_checks() -> None:
     assert first("astra", "gds-cache", host("linux")) == "/tmp/astra-gds-cache"
     assert first("astra", "gds-cache", host("wsl")) == "/tmp/astra-gds-cache"
-    assert first("astra", "gds-cache", host("linux", ASTRA_CACHE_DIR="/data/astra")) == "/data/astra"
+    assert effective("astra", "gds-cache", host("linux", ASTRA_CACHE_DIR="/data/astra")) == [
+        "/data/astra"]
     env = PROFILES["astra"].location("gds-cache").relocate[0]
     assert isinstance(env, EnvRelocation)
     assert env.vars == {"ASTRA_CACHE_DIR": "{dest}", "TMPDIR": "{dest}/tmp"}
     conds = [cond for c in PROFILES["astra"].checks for cond in c.when]
     assert any(c.type == "mount_option" and c.option == "noexec" for c in conds)
-    assert any(c.type == "filesystem_type" and "tmpfs" in c.types for c in conds)
 
 
 def test_astra_selective_preset() -> None:
@@ -415,11 +449,28 @@ def test_claude_nested_cache_block_and_ttl_check() -> None:
 # --- AI tools ----------------------------------------------------------------------------------
 
 def test_ollama_models_per_os_and_service_relocation() -> None:
+    from cachedoctor.locate.effective import resolve_location
+    from cachedoctor.locate.files import DictFiles
+    from cachedoctor.locate.services import ServiceEnv
+    from cachedoctor.locate.world import World
+
     assert first("ollama", "models", host("macos")) == "/Users/ann/.ollama/models"
-    assert paths("ollama", "models", host("linux")) == [
-        "/usr/share/ollama/.ollama/models", "/home/ann/.ollama/models"]
+    assert paths("ollama", "models", host("linux")) == ["/usr/share/ollama/.ollama/models"]
+    assert paths("ollama", "user-models", host("linux")) == ["/home/ann/.ollama/models"]
     assert first("ollama", "models", host("windows")) == r"C:\Users\ann\.ollama\models"
-    assert first("ollama", "models", host("windows", OLLAMA_MODELS=r"D:\models")) == r"D:\models"
+    assert effective("ollama", "models", host("windows", OLLAMA_MODELS=r"D:\models")) == [r"D:\models"]
+    # Linux: the service's own environment decides, never a shell's
+    linux = host("linux", OLLAMA_MODELS="/shell/models")
+    unit = ServiceEnv("ollama.service", "/etc/systemd/system/ollama.service",
+                      {"OLLAMA_MODELS": ("/srv/models", "/etc/systemd/system/ollama.service.d/x.conf:2")})
+    world = World.of(linux, DictFiles(), services={"ollama.service": unit})
+    models = PROFILES["ollama"].location("models")
+    place = resolve_location(PROFILES["ollama"], models, world).places[0]
+    assert place.path == "/srv/models" and "ollama.service.d/x.conf:2" in place.how()
+    bare = World.of(linux, DictFiles(), services={"ollama.service": ServiceEnv(
+        "ollama.service", "/etc/systemd/system/ollama.service", {})})
+    assert [p.path for p in resolve_location(PROFILES["ollama"], models, bare).places] == [
+        "/usr/share/ollama/.ollama/models"]
     env = PROFILES["ollama"].location("models").relocate[0]
     assert isinstance(env, EnvRelocation)
     assert env.vars == {"OLLAMA_MODELS": "{dest}"} and env.scope == "service"
@@ -458,9 +509,10 @@ def test_cuda_maxsize_preset_is_an_env_setting_in_bytes() -> None:
 
 def test_go_caches_and_clean_commands() -> None:
     assert first("go", "module-cache", host("linux")) == "/home/ann/go/pkg/mod"
-    assert first("go", "module-cache", host("linux", GOPATH="/opt/gopath")) == "/opt/gopath/pkg/mod"
+    assert effective("go", "module-cache", host("linux", GOPATH="/opt/gopath:/x")) == [
+        "/opt/gopath/pkg/mod"]
     assert first("go", "module-cache", host("windows")) == r"C:\Users\ann\go\pkg\mod"
-    assert first("go", "module-cache", host("linux", GOMODCACHE="/m")) == "/m"
+    assert effective("go", "module-cache", host("linux", GOMODCACHE="/m")) == ["/m"]
     assert first("go", "build-cache", host("linux")) == "/home/ann/.cache/go-build"
     assert first("go", "build-cache", host("macos")) == "/Users/ann/Library/Caches/go-build"
     assert first("go", "build-cache", host("windows")) == r"C:\Users\ann\AppData\Local\go-build"
@@ -506,14 +558,11 @@ def test_uv_npm_conda_relocation_and_clean() -> None:
 
 
 @pytest.mark.parametrize(("tool", "location"), [("uv", "cache"), ("pnpm", "store"), ("conda", "pkgs")])
-def test_hard_link_stores_warn_when_moved_to_another_filesystem(tool: str, location: str) -> None:
-    profile = PROFILES[tool]
-    link_checks = [c for c in profile.checks for cond in c.when
-                   if cond.type == "filesystem_differs" and cond.location == location]
-    assert link_checks
-    whys = " ".join(m.why or "" for m in profile.location(location).relocate) + " ".join(
-        c.why for c in link_checks)
-    assert "hard-link" in whys or "Hard links" in whys
+def test_hard_link_stores_say_so(tool: str, location: str) -> None:
+    """The engine keeps a hard-linking store on its consumers' filesystem (doctor) and refuses
+    a destination without hard links (move) from these two facts."""
+    loc = PROFILES[tool].location(location)
+    assert loc.links_into == "~" and "hardlinks" in loc.requires
 
 
 def test_pnpm_store_defaults() -> None:

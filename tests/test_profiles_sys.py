@@ -13,10 +13,10 @@ import pytest
 
 from cachedoctor.clean import Policy, plan_clean
 from cachedoctor.host import Host
-from cachedoctor.profiles.model import ConfigRelocation, EnvRelocation, LinkRelocation, Profile
+from cachedoctor.profiles.model import ConfigRelocation, EnvRelocation, LinkRelocation
 from cachedoctor.resolve import expand
 from cachedoctor.tune import plan_tune
-from tests.conftest import needs_posix_paths
+from tests.conftest import needs_posix_paths, no_uses
 from tests.test_profile_library import HOSTS, PROFILES, first, host, paths
 
 LOCAL = r"C:\Users\ann\AppData\Local"
@@ -44,10 +44,6 @@ def _oses_with_paths(tool: str) -> set[str]:
         os_name for os_name, h in HOSTS.items()
         for loc in PROFILES[tool].locations if loc.paths.for_host(h)
     }
-
-
-def _no_process(profile: Profile, h: Host) -> list[object]:
-    return []
 
 
 # --- categories ---------------------------------------------------------------------------------
@@ -117,16 +113,16 @@ def test_docker_clean_runs_only_its_prune(tmp_path: Path) -> None:
         return [t for t in plan.targets if t.location == "rootless-data-root"]
 
     without = plan_clean([profile], h, Policy(explicit=True), which=lambda p: None,
-                         running=_no_process, measure=False)
+                         in_use=no_uses, measure=False)
     assert rootless(without) == []
     assert any(r.location == "rootless-data-root" and "safe to delete" in r.reason
                for r in without.left_alone)
     with_docker = plan_clean([profile], h, Policy(explicit=True), which=lambda p: "/usr/bin/docker",
-                             running=_no_process, measure=False)
+                             in_use=no_uses, measure=False)
     [target] = rootless(with_docker)
     assert (target.mode, target.command) == ("command", ["/usr/bin/docker", "builder", "prune", "--force"])
     aged = plan_clean([profile], h, Policy(explicit=True, older_than=86400),
-                      which=lambda p: "/usr/bin/docker", running=_no_process, measure=False)
+                      which=lambda p: "/usr/bin/docker", in_use=no_uses, measure=False)
     assert rootless(aged) == []  # an age rule never deletes files under a data-root
 
 
@@ -233,10 +229,10 @@ def test_playwright_clean_uses_its_command_only_when_on_path(tmp_path: Path) -> 
              home=str(tmp_path))
     profile = PROFILES["playwright"]
     [by_files] = plan_clean([profile], h, Policy(explicit=True), which=lambda p: None,
-                            running=_no_process).targets
+                            in_use=no_uses).targets
     assert by_files.mode == "empty" and by_files.files == 1
     [by_tool] = plan_clean([profile], h, Policy(explicit=True), which=lambda p: "/usr/local/bin/" + p,
-                           running=_no_process, measure=False).targets
+                           in_use=no_uses, measure=False).targets
     assert by_tool.mode == "command"
     assert by_tool.command == ["/usr/local/bin/playwright", "uninstall", "--all"]
 
@@ -368,11 +364,11 @@ def test_xcode_simulators_are_cleaned_only_by_simctl(tmp_path: Path) -> None:
     (devices / "0F3C-UDID").mkdir(parents=True)
     mac = Host(os="macos", env={"HOME": str(tmp_path)}, home=str(tmp_path))
     plan = plan_clean([PROFILES["xcode"]], mac, Policy(explicit=True), which=lambda p: "/usr/bin/xcrun",
-                      running=_no_process, measure=False)
+                      in_use=no_uses, measure=False)
     [target] = [t for t in plan.targets if t.location == "simulator-devices"]
     assert target.command == ["/usr/bin/xcrun", "simctl", "delete", "unavailable"]
     plan = plan_clean([PROFILES["xcode"]], mac, Policy(explicit=True), which=lambda p: None,
-                      running=_no_process, measure=False)
+                      in_use=no_uses, measure=False)
     assert not [t for t in plan.targets if t.location == "simulator-devices"]
 
 

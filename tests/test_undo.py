@@ -341,8 +341,10 @@ def test_undo_schedule_install_and_replace_with_real_launchd_files() -> None:
     assert schedule.state_of("launchd", mac)["installed"] is False
 
 
-@needs_linux  # the tool is recognised by the name it was exec'd as (/proc/<pid>/comm)
-def test_undo_a_move_refuses_while_the_tool_runs(tmp_path: Path) -> None:
+@needs_linux
+def test_undo_a_move_refuses_while_the_cache_is_in_use(tmp_path: Path) -> None:
+    """A process with a file open in the moved cache blocks the undo (named, with its pid);
+    once it is gone, the undo goes through."""
     import subprocess
     import sys
 
@@ -352,24 +354,16 @@ def test_undo_a_move_refuses_while_the_tool_runs(tmp_path: Path) -> None:
     profile = _demo_profile(cache)
     change = _move(profile, tmp_path / "other")
     folder = tmp_path / "profiles"
-    text = (folder / "demo.yaml").read_text(encoding="utf-8")
-    # The "tool" is a real process with a recognisable name.
-    fake = tmp_path / "demo-tool-proc"
-    fake.symlink_to(sys.executable)
-    (folder / "demo.yaml").write_text(text + "processes:\n  linux: [demo-tool-proc]\n", encoding="utf-8")
-    proc = subprocess.Popen([str(fake), "-c", "import time; time.sleep(60)"])
-    from cachedoctor.processes import forget_snapshot
-
+    held = tmp_path / "other" / "demo" / "f"
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; f = open(sys.argv[1]); print('ready', flush=True);"
+         " time.sleep(60)", str(held)], stdout=subprocess.PIPE, text=True)
     try:
-        import time
-
-        time.sleep(0.3)
-        forget_snapshot()  # the process list is cached for a second
-        with pytest.raises(RefusedError, match=r"cannot undo change #\d+ .*: Demo is running"):
+        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
+        with pytest.raises(RefusedError, match=rf"cannot undo change #\d+ .*in use.*pid {proc.pid}"):
             undo.plan_undo(change, host(), profiles_dirs=[str(folder)])
     finally:
         proc.kill()
         proc.wait()
-        forget_snapshot()
     undo.undo(change, host(), profiles_dirs=[str(folder)])
     assert cache.is_dir() and not cache.is_symlink()

@@ -210,19 +210,17 @@ def resolve_location(profile: Profile, location: Location, world: World) -> Pict
                    tuple(conflicts), tuple(problems), audience)
 
 
-def _places(location: Location, host: Host, world: World, problems: list[str], *,
-            persistent: bool) -> tuple[Place, ...]:
+def _patterns(location: Location, host: Host, world: World, problems: list[str], *,
+              persistent: bool) -> list[tuple[str, Step]]:
+    """The location's paths (globs not yet expanded), each with the step that decided it."""
     templates = location.paths.for_host(host)
     for setting in settings_of(location):
         found = _read_setting(setting, host, world, problems, persistent=persistent)
         if found is None:
             continue
         value, step = found
-        paths = _apply(setting, value, templates, host, location)
-        root = _root_of(paths, host)
-        return tuple(p for path in paths for p in _look(path, (step,), world, root, host))
-    out: list[Place] = []
-    root = _root_of([p for t in templates if (p := try_expand(t, host))], host)
+        return [(path, step) for path in _apply(setting, value, templates, host, location)]
+    out: list[tuple[str, Step]] = []
     for template in templates:
         trace: Trace = []
         try:
@@ -231,13 +229,37 @@ def _places(location: Location, host: Host, world: World, problems: list[str], *
             continue
         decided = deciding_variable(trace)
         if decided is None:
-            step = Step("default")
-        else:
-            origin, managed = world.origin(decided[0]) if persistent else (
-                "this process's environment", False)
-            step = Step("env", decided[0], origin, decided[1], managed)
+            out.append((path, Step("default")))
+            continue
+        origin, managed = world.origin(decided[0]) if persistent else (
+            "this process's environment", False)
+        out.append((path, Step("env", decided[0], origin, decided[1], managed)))
+    return out
+
+
+def _places(location: Location, host: Host, world: World, problems: list[str], *,
+            persistent: bool) -> tuple[Place, ...]:
+    patterns = _patterns(location, host, world, problems, persistent=persistent)
+    root = _root_of([p for p, _ in patterns], host)
+    out: list[Place] = []
+    for path, step in patterns:
         out += _look(path, (step,), world, root, host)
     return tuple(_dedupe(out))
+
+
+def planned_destinations(location: Location, world: World, places: list[Place]) -> list[str]:
+    """Where each of `places` (existing folders of the location) would be in `world` — the
+    world as a change would leave it (a variable set, a policy written): a folder kept below
+    the location's root keeps its path below the new root (`Default/Cache`), and a location
+    that becomes one folder is that folder."""
+    patterns = [p for p, _ in _patterns(location, world.new_session_host(), world, [],
+                                        persistent=True)]
+    host = world.host
+    if len(patterns) == 1 and not has_glob(patterns[0]):
+        return [patterns[0] for _ in places]
+    root = _root_of(patterns, host)
+    assert root is not None
+    return [_join(root, place.rel, host) if place.rel else root for place in places]
 
 
 def _root_of(paths: list[str], host: Host) -> str | None:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from cachedoctor.errors import OperationFailed, RefusedError, UserInputError
 from cachedoctor.host import Host
-from cachedoctor.links import LinkKind, link_kind, link_target
+from cachedoctor.links import LinkKind, link_kind
 from cachedoctor.profiles.model import (
     ConfigRelocation,
     EnvRelocation,
@@ -22,7 +22,7 @@ from cachedoctor.relocate.copy import Survey
 from cachedoctor.relocate.journal import Operation, Pair, new_id
 
 if TYPE_CHECKING:
-    from cachedoctor.locate.effective import Picture
+    from cachedoctor.locate.effective import Picture, Place
     from cachedoctor.locate.world import World
 
 RAM_FS = {"tmpfs", "ramfs"}  # emptied at reboot
@@ -134,21 +134,6 @@ def base_folder(dest_root: str, profile: Profile, location: Location) -> str:
     return os.path.join(dest_root, profile.id, location.id)
 
 
-def pairs_for(picture: Picture, base: str) -> list[tuple[str, str]]:
-    """(source, dest) for every existing folder of the location, where the tool keeps it: one
-    folder goes to `base` itself; folders kept below a common root (browser profiles, glob
-    matches) keep their path below it (`Default/Cache`), so a profile created later lands next
-    to the others on a second run. Two sources never share a destination."""
-    places = [p for p in picture.places if p.exists and not _is_ours(p.path)]
-    found = [(p.path, os.path.join(base, p.rel) if p.rel else base) for p in places]
-    dests = [os.path.normcase(d) for _, d in found]
-    if len(set(dests)) != len(dests):
-        raise RefusedError(
-            f"two folders of {picture.tool} ({picture.location.id}) would be moved to one "
-            "destination; nothing was changed: " + ", ".join(s for s, _ in found))
-    return found
-
-
 def _is_ours(path: str) -> bool:
     return ".cachedoctor-old-" in path or ".cachedoctor-partial-" in path
 
@@ -193,15 +178,14 @@ def plan_move(profile: Profile, location: Location, host: Host, dest: str, *,
     relocation = choose_method(location, host, method)
     pic = picture(profile, location.id, world)
     done = pic.record
-    raw_pairs = pairs_for(pic, base)
+    places = [p for p in pic.places if p.exists and not _is_ours(p.path)]
     if done is not None and not pic.conflicts:
-        new = [(s, d) for s, d in raw_pairs if link_kind(s) is None and not _inside(s, done.base)]
+        new = [p for p in places if p.link is None and not _inside(p.path, done.base)]
         if not new or done.method != "link" or relocation.method != "link":
             return MovePlan(done, already=done.base)
         # a folder created since the link move (a new browser profile): move it too
-        raw_pairs = [(s, os.path.join(done.base, os.path.relpath(d, base))) for s, d in new]
-        base, dest_root = done.base, done.dest_root
-    if not raw_pairs:
+        places, base, dest_root = new, done.base, done.dest_root
+    if not places:
         wanted = ", ".join(f"{p.path} ({p.how()})" for p in pic.places) or "no known path"
         unused = f"; an old cache at {', '.join(pic.unused)} is not used any more" if pic.unused else ""
         raise UserInputError(f"nothing to move: {profile.id} keeps {location.id} at {wanted}, "
@@ -210,23 +194,28 @@ def plan_move(profile: Profile, location: Location, host: Host, dest: str, *,
     op = Operation(id=new_id(), kind="move", tool=profile.id, location=location.id,
                    method=relocation.method, dest_root=dest_root, base=base, pairs=[],
                    verify=verify, settings=settings, profiles_dirs=list(profiles_dirs or []))
-    for source, target in raw_pairs:
-        if link_kind(source) is not None:
-            where = link_target(source)
+    for place in places:
+        if place.link is not None:
+            where = place.data or (place.via[-1].value if place.via else None)
             plan = MovePlan(op, already=where)
             if where and is_within(where, base):
                 return plan
-            raise RefusedError(f"{source} is already a link to {where}"
+            raise RefusedError(f"{place.path} is already a link to {where}"
                                + ("" if done is not None else " that cachedoctor did not make"),
                                hint=f"`cachedoctor restore {profile.id}` puts it back first "
                                     "(it copies the data and leaves the link's target alone)")
-        _check_encodable(source, "the cache folder")
-        op.pairs.append(Pair(source, target, same_fs=False))
+    dests = _destinations(op, profile, location, world, places)
+    if len({os.path.normcase(d) for d in dests}) != len(dests):
+        raise RefusedError(
+            f"two folders of {profile.id} ({location.id}) would be moved to one destination; "
+            "nothing was changed: " + ", ".join(p.path for p in places))
+    for place, dest_path in zip(places, dests, strict=True):
+        _check_encodable(place.path, "the cache folder")
+        op.pairs.append(Pair(place.path, dest_path, same_fs=False))
     plan = MovePlan(op)
     plan.replaces = _user_setting_replaced(pic, relocation)
     _preflight(plan, profile, host, force=force, check_not_protected=check_not_protected,
                is_within=is_within)
-    _check_takes_effect(plan, profile, location, world)
     return plan
 
 
@@ -259,47 +248,50 @@ def _config_files(relocation: ConfigRelocation) -> set[str]:
     return {os.path.normcase(p) for t in relocation.file.for_host(host) if (p := try_expand(t, host))}
 
 
-def _check_takes_effect(plan: MovePlan, profile: Profile, location: Location, world: World) -> None:
-    """Resolve the tool in the world as the move would leave it: if it would still look
-    elsewhere (a variable that beats the config file, a policy that beats a link), refuse now
-    rather than move the cache where the tool never looks."""
-    from cachedoctor.locate.effective import resolve_location
-    from cachedoctor.locate.world import EnvValue, with_changes
+def _destinations(op: Operation, profile: Profile, location: Location, world: World,
+                  places: list[Place]) -> list[str]:
+    """Where each folder goes. A link keeps the folder's path below the base. For a variable,
+    config key or policy, the tool is resolved in the world as the move would leave it, so the
+    copy goes exactly where the tool will look — and a setting that would beat the new one (a
+    variable over the config file) is found now, before anything changes."""
+    from cachedoctor.locate.effective import planned_destinations, resolve_location
 
-    op = plan.op
     s = op.settings
-    if op.method == "env":
-        if s.get("scope") == "service":
-            return  # the user changes the service; doctor checks that it sees the variable
-        after = with_changes(world, persistent={
-            k: EnvValue(v, "cachedoctor (this move)", True) for k, v in s["vars"].items()})
-    elif op.method == "config":
-        from cachedoctor.configedit import ConfigSyntaxError, set_in_text
-
-        before = world.files.read_text(s["file"])
-        try:
-            text = set_in_text(before or "", s["format"], s["key"], s["value"], section=s.get("section"))
-        except ConfigSyntaxError as exc:
-            raise UserInputError(f"{s['file']}:{exc.line}:{exc.column}: malformed file: "
-                                 f"{exc.message}; nothing was changed",
-                                 hint="fix the file (or use --method link) and run again") from None
-        except ValueError as exc:
-            raise UserInputError(f"{s['file']}: cannot set {s['key']}: {exc}") from None
-        after = with_changes(world, texts={s["file"]: text})
-    elif op.method == "policy":
-        after = with_changes(world, policies={(s["browser"], s["policy"]): (s["value"], "this move")})
-    else:
-        return
-    wanted = {os.path.normcase(p.dest) for p in op.pairs}
-    places = resolve_location(profile, location, after).places
-    now = {os.path.normcase(p.path) for p in places}
-    if wanted <= now:
-        return
-    shown = "; ".join(f"{p.path} ({p.how()})" for p in places) or "nothing"
+    if op.method == "link" or (op.method == "env" and s.get("scope") == "service"):
+        return [os.path.join(op.base, p.rel) if p.rel else op.base for p in places]
+    after = _world_after(op, world)
+    dests = planned_destinations(location, after, places)
+    if all(_inside(d, op.base) for d in dests):
+        return dests
+    shown = "; ".join(f"{p.path} ({p.how()})"
+                      for p in resolve_location(profile, location, after).places) or "nothing"
     raise RefusedError(
         f"after this move {profile.id} would still look at {shown}, not at {op.base}: that "
         f"setting takes precedence over the {op.method} method; nothing was changed",
         hint="change or remove that setting first, or choose another --method (link always works)")
+
+
+def _world_after(op: Operation, world: World) -> World:
+    from cachedoctor.locate.world import EnvValue, with_changes
+
+    s = op.settings
+    if op.method == "env":
+        return with_changes(world, persistent={
+            k: EnvValue(v, "cachedoctor (this move)", True) for k, v in s["vars"].items()})
+    if op.method == "policy":
+        return with_changes(world, policies={(s["browser"], s["policy"]): (s["value"], "this move")})
+    from cachedoctor.configedit import ConfigSyntaxError, set_in_text
+
+    before = world.files.read_text(s["file"])
+    try:
+        text = set_in_text(before or "", s["format"], s["key"], s["value"], section=s.get("section"))
+    except ConfigSyntaxError as exc:
+        raise UserInputError(f"{s['file']}:{exc.line}:{exc.column}: malformed file: "
+                             f"{exc.message}; nothing was changed",
+                             hint="fix the file (or use --method link) and run again") from None
+    except ValueError as exc:
+        raise UserInputError(f"{s['file']}: cannot set {s['key']}: {exc}") from None
+    return with_changes(world, texts={s["file"]: text})
 
 
 def _check_encodable(path: str, what: str) -> None:
