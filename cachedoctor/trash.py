@@ -39,10 +39,13 @@ Linux and other POSIX systems except macOS follow the freedesktop.org Trash spec
   another trash implementation, never take the same slot); the ``.trashinfo`` holds
   ``[Trash Info]``, ``Path=`` (the file system's bytes, URL-escaped as RFC 2396 says, so
   newlines, ``%`` and non-UTF-8 bytes survive) and ``DeletionDate=`` (local time,
-  ``YYYY-MM-DDThh:mm:ss``). It is fsynced, and so is ``info/``, before the rename, so a crash
-  can leave a ``.trashinfo`` without its file (harmless; trash tools ignore it) but never a
-  trashed file without its ``.trashinfo`` (which trash tools could not list or restore). A
-  failed move removes the reservation;
+  ``YYYY-MM-DDThh:mm:ss``). It is fsynced before the rename, so a crash can leave a
+  ``.trashinfo`` without its file (harmless; trash tools ignore it) but not a trashed file with
+  an empty ``.trashinfo`` (ext4's delayed allocation would otherwise commit the name before the
+  text). Like GLib's trash (which writes it with ``G_FILE_SET_CONTENTS_CONSISTENT``), ``info/``
+  itself is not fsynced: on ext4, XFS and btrfs the file's fsync commits its new directory entry
+  too, and one fsync per file is already the cost of trashing (about 1-3 ms per file; deleting
+  costs none). A failed move removes the reservation;
 * the rename itself refuses to replace a file (``renameat2(RENAME_NOREPLACE)``; where the
   filesystem lacks it, a check right before): a file in ``files/`` left without a
   ``.trashinfo`` (say, by a crash of another tool) is never overwritten;
@@ -107,6 +110,7 @@ MIN_NAME = 32  # never shorten a trash name below this (some filesystems allow l
 SEQUENTIAL_NAMES = 8  # name, name.2 ... name.9; then random suffixes (no O(n^2) probing)
 MAX_ATTEMPTS = 64  # names tried before giving up on one entry
 MAX_DEPTH = 4096  # folders climbed looking for a mount's top directory
+DURABLE = True  # fsync each .trashinfo before the move (the default of `Trasher`)
 
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
@@ -157,14 +161,14 @@ class Trasher:
 
     `env` (default: the process environment, read now — not at import) gives HOME and
     XDG_DATA_HOME; `flavor` is the layout (default: macOS on a Mac, freedesktop elsewhere);
-    `durable` fsyncs each .trashinfo and info/ before the move (on by default)."""
+    `durable` fsyncs each .trashinfo before the move (default: `DURABLE`, on)."""
 
     def __init__(
         self,
         *,
         flavor: Flavor | None = None,
         env: dict[str, str] | None = None,
-        durable: bool = True,
+        durable: bool | None = None,
     ) -> None:
         environ = dict(os.environ) if env is None else env
         self.flavor: Flavor = flavor or ("macos" if sys.platform == "darwin" else "freedesktop")
@@ -172,8 +176,9 @@ class Trasher:
         data = environ.get("XDG_DATA_HOME", "")
         self.data_home = data if os.path.isabs(data) else os.path.join(self.home, ".local", "share")
         self.uid = os.geteuid()
-        self.durable = durable
+        self.durable = DURABLE if durable is None else durable
         self._lock = threading.Lock()
+        self._home_dev: int | None = None  # the home trash's filesystem (or its nearest parent's)
         self._home: _Bin | TrashRefused | None = None
         self._tops: dict[int, _Bin | TrashRefused] = {}
         self._fds: list[int] = []
@@ -190,7 +195,7 @@ class Trasher:
                 with contextlib.suppress(OSError):
                     os.close(fd)
             self._fds.clear()
-            self._home = None
+            self._home = self._home_dev = None
             self._tops.clear()
 
     # ------------------------------------------------------------------------------ the move
@@ -229,16 +234,20 @@ class Trasher:
             ) from None
 
     def _home_for(self, dev: int) -> _Bin | None:
-        """The home trash when it is on `dev`; raises when it is but cannot be used."""
+        """The home trash when it is on `dev` (opened, and created, only then); raises when it
+        is but cannot be used: the home filesystem's files go to no other trash."""
         with self._lock:
+            if self._home_dev is None:
+                found = _device_of(self._home_trash_path())
+                self._home_dev = -1 if found is None else found
+            if self._home_dev != dev:
+                return None
             home = self._home
             if home is None:
                 home = self._home = self._open_home()
-        if isinstance(home, _Bin):
-            return home if home.dev == dev else None
-        if _device_of(self._home_trash_path()) == dev:
-            raise home  # the home filesystem's own trash is unusable: say why, use no other
-        return None
+        if isinstance(home, TrashRefused):
+            raise home
+        return home if home.dev == dev else None
 
     def _top_for(self, parent_fd: int, dev: int, path_b: bytes) -> _Bin:
         with self._lock:
@@ -312,11 +321,9 @@ class Trasher:
                 while view:
                     view = view[os.write(fd, view) :]
                 if self.durable:
-                    os.fsync(fd)
+                    os.fsync(fd)  # its text is on disk before the file moves (see above)
             finally:
                 os.close(fd)
-            if self.durable:
-                os.fsync(target.info_fd)  # the .trashinfo is on disk before the file moves
         except BaseException:
             self._unreserve(target, candidate)
             raise
