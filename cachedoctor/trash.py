@@ -237,8 +237,8 @@ class Trasher:
         """The home trash when it is on `dev` (opened, and created, only then); raises when it
         is but cannot be used: the home filesystem's files go to no other trash."""
         with self._lock:
-            if self._home_dev is None:
-                found = _device_of(self._home_trash_path())
+            if self._home_dev is None:  # the folder holding the trash (its link not followed)
+                found = _device_of(self._home_base())
                 self._home_dev = -1 if found is None else found
             if self._home_dev != dev:
                 return None
@@ -397,6 +397,9 @@ class Trasher:
 
     # ------------------------------------------------------------------------ trash folders
 
+    def _home_base(self) -> str:
+        return self.home if self.flavor == "macos" else self.data_home
+
     def _home_trash_path(self) -> str:
         if self.flavor == "macos":
             return os.path.join(self.home, ".Trash")
@@ -404,7 +407,7 @@ class Trasher:
 
     def _open_home(self) -> _Bin | TrashRefused:
         """The home trash (`$XDG_DATA_HOME/Trash`, macOS `~/.Trash`), created when missing."""
-        base = self.home if self.flavor == "macos" else self.data_home
+        base = self._home_base()
         where = os.fsencode(self._home_trash_path())
         fds: list[int] = []  # folders on the way, closed once the trash's own are open
         try:
@@ -661,7 +664,7 @@ def _cut(data: bytes, size: int) -> bytes:
 
 
 def _device_of(path: str) -> int | None:
-    """st_dev of `path`, or of its nearest existing parent (the trash may not exist yet)."""
+    """st_dev of `path`, or of its nearest existing parent (it may not exist yet)."""
     while True:
         try:
             return os.stat(path).st_dev

@@ -303,6 +303,21 @@ def test_a_symlinked_trash_folder_is_refused_not_followed(
     assert (data / where).is_symlink()
 
 
+def test_a_home_trash_linked_to_another_filesystem_is_refused_too(
+    tmpfs: Path, isolated_home: Path
+) -> None:
+    """Not taken for "another filesystem's file" either: the link is seen, the file stays."""
+    data = Path(os.environ["XDG_DATA_HOME"])
+    data.mkdir(parents=True)
+    (tmpfs / "Trash").mkdir()
+    (data / "Trash").symlink_to(tmpfs / "Trash")
+    cache = isolated_home / ".cache" / "tool"
+    make(cache / "f")
+    (skip,) = clean_tree(str(cache), trash=True).skipped
+    assert skip.reason == "no trash" and "symbolic link" in skip.detail
+    assert (cache / "f").exists() and list((tmpfs / "Trash").iterdir()) == []
+
+
 def test_a_symlinked_xdg_data_home_is_the_users_setting_and_is_followed(
     tmp_path: Path, isolated_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
