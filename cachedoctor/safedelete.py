@@ -43,7 +43,7 @@ import stat
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
@@ -446,10 +446,13 @@ class _PosixWalk(_Walk):
             self.root_mnt = _mount_id(root_fd)
         self.result.total_bytes += getattr(st, "st_blocks", 0) * 512  # measured like du / scan
         if self.trash and not self.dry_run:
-            from cachedoctor.trash import Trasher, fd_path
+            from cachedoctor.trash import Trasher, fd_path, trash_folders_at
 
             self.trasher = Trasher()
             self.real_root = fd_path(root_fd) or os.fsencode(os.path.realpath(self.root))
+            own = trash_folders_at(root_fd)  # a cache that is a mount holds that mount's trash
+            if own:
+                self.rules = replace(self.rules, exclude=self.rules.exclude | own)
         gc_was_on = gc.isenabled()
         gc.disable()  # no reference cycles are made here; the collector only costs time
         try:

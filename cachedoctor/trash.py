@@ -582,6 +582,41 @@ def fd_path(fd: int) -> bytes | None:
     return path
 
 
+def trash_folders_at(fd: int) -> frozenset[str]:
+    """The names in the open folder `fd` that are trash directories of its mount — `.Trash`,
+    `.Trash-<uid>`, `.Trashes` — when `fd` is the top directory of a mount (else none).
+
+    A cache that is a mount of its own holds its mount's trash: `clean --trash` leaves it alone
+    (it would otherwise move trashed files into the trash again, next to their old entries)."""
+    try:
+        if not _is_top(fd, os.fstat(fd)):
+            return frozenset()
+        names = os.listdir(fd)
+    except OSError:
+        return frozenset()
+    return frozenset(
+        n
+        for n in names
+        if n in (".Trash", ".Trashes") or (n.startswith(".Trash-") and n[7:].isdigit())
+    )
+
+
+def _is_top(fd: int, st: os.stat_result, mnt: int | None = None) -> bool:
+    """Whether the folder open as `fd` (its fstat `st`) is the top of its filesystem or mount."""
+    from cachedoctor.safedelete import _mount_id
+
+    if mnt is None and sys.platform.startswith("linux"):
+        mnt = _mount_id(fd)
+    up = os.open(b"..", _NAV_FLAGS, dir_fd=fd)
+    try:
+        up_st = os.fstat(up)
+        return (up_st.st_dev, up_st.st_ino) == (st.st_dev, st.st_ino) or (
+            up_st.st_dev != st.st_dev or (mnt is not None and _mount_id(up) != mnt)
+        )
+    finally:
+        os.close(up)
+
+
 def _mount_top(parent_fd: int, dev: int) -> int:
     """A new descriptor for the top directory of the mount holding `parent_fd`: `..` is opened
     upwards while it is on the same device (and, on Linux, the same mount)."""
@@ -594,16 +629,12 @@ def _mount_top(parent_fd: int, dev: int) -> int:
             raise TrashRefused("the folder is not on the file's filesystem")
         mnt = _mount_id(cur) if sys.platform.startswith("linux") else None
         for _ in range(MAX_DEPTH):
-            up = os.open(b"..", _NAV_FLAGS, dir_fd=cur)
-            up_st = os.fstat(up)
-            if (up_st.st_dev, up_st.st_ino) == (cur_st.st_dev, cur_st.st_ino) or (
-                up_st.st_dev != dev or (mnt is not None and _mount_id(up) != mnt)
-            ):
-                os.close(up)  # cur is the root of the filesystem, or of its mount
+            if _is_top(cur, cur_st, mnt):  # the root of the filesystem, or of its mount
                 top, cur = cur, -1
                 return top
+            up = os.open(b"..", _NAV_FLAGS, dir_fd=cur)
             os.close(cur)
-            cur, cur_st = up, up_st
+            cur, cur_st = up, os.fstat(up)
         raise TrashRefused("the top directory of the file's mount is too far up")
     finally:
         if cur >= 0:
@@ -801,5 +832,6 @@ __all__: Sequence[str] = (
     "TrashRefused",
     "Trasher",
     "fd_path",
+    "trash_folders_at",
     "trash_path_checked",
 )

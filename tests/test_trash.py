@@ -438,6 +438,25 @@ def test_a_file_whose_filesystem_has_no_usable_trash_is_refused_not_copied(
         assert list((tmp_path / "target").iterdir()) == []
 
 
+def test_a_cache_that_is_a_mount_keeps_its_mounts_trash_out_of_the_clean(
+    tmpfs: Path, isolated_home: Path
+) -> None:
+    """The cache is the top of its own mount: its .Trash-$uid lands inside the cache, and the
+    next clean must not trash the trash (nor count it)."""
+    ino = make(tmpfs / "one.bin", b"first")
+    first = clean_tree(str(tmpfs), trash=True)
+    assert (first.files, first.errors, first.skipped) == (1, [], [])
+    own = tmpfs / f".Trash-{os.geteuid()}"
+    assert os.lstat(own / "files" / "one.bin").st_ino == ino
+    assert [i[b"Path"] for i in infos(own).values()] == [b"one.bin"]
+    make(tmpfs / "sub" / "two.bin", b"second")
+    second = clean_tree(str(tmpfs), trash=True)
+    assert (second.files, second.kept, second.errors) == (1, 1, [])
+    assert sorted(os.listdir(tmpfs)) == [own.name]
+    assert sorted(i[b"Path"] for i in infos(own).values()) == [b"one.bin", b"sub/two.bin"]
+    assert (own / "files" / "one.bin").read_bytes() == b"first"
+
+
 @needs_root
 def test_a_bind_mount_of_the_home_filesystem_uses_its_own_top_directory(
     tmp_path: Path, isolated_home: Path
@@ -460,6 +479,23 @@ def test_a_bind_mount_of_the_home_filesystem_uses_its_own_top_directory(
         assert infos(home_trash()) == {}  # the home reservation was taken back
     finally:
         subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+@needs_root
+def test_a_bind_mounted_file_is_not_trashed_through(tmp_path: Path, isolated_home: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep me")
+    cache = isolated_home / ".cache" / "tool"
+    make(cache / "over.txt", b"placeholder")
+    subprocess.run(["mount", "--bind", str(outside), str(cache / "over.txt")], check=True)
+    try:
+        result = clean_tree(str(cache), trash=True)
+        assert result.files == 0 and len(result.errors) == 1  # EBUSY: a mount point
+        assert (cache / "over.txt").read_text() == "keep me"
+    finally:
+        subprocess.run(["umount", "-l", str(cache / "over.txt")], check=False)
+    assert outside.read_text() == "keep me"
+    assert infos(home_trash()) == {}
 
 
 # ---------------------------------------------------------------------------- the checks
