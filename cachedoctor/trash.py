@@ -44,8 +44,8 @@ Linux and other POSIX systems except macOS follow the freedesktop.org Trash spec
   an empty ``.trashinfo`` (ext4's delayed allocation would otherwise commit the name before the
   text). Like GLib's trash (which writes it with ``G_FILE_SET_CONTENTS_CONSISTENT``), ``info/``
   itself is not fsynced: on ext4, XFS and btrfs the file's fsync commits its new directory entry
-  too, and one fsync per file is already the cost of trashing (about 1-3 ms per file; deleting
-  costs none). A failed move removes the reservation;
+  too, and one fsync per file is already the cost of trashing (2-3 ms per file measured on an
+  ext4 VM; deleting costs none). A failed move removes the reservation;
 * the rename itself refuses to replace a file (``renameat2(RENAME_NOREPLACE)``; where the
   filesystem lacks it, a check right before): a file in ``files/`` left without a
   ``.trashinfo`` (say, by a crash of another tool) is never overwritten;
@@ -63,23 +63,31 @@ itself defines below it — ``Trash``, ``files``, ``info``, ``.Trash``, ``.Trash
 link there is *refused*, not followed: a symlinked ``~/.local/share/Trash`` would otherwise
 send cleaned files wherever the link points (a folder another user can read, another mount).
 The spec demands this for ``$topdir/.Trash``; we apply it to every trash folder. Files on the
-home filesystem are then refused with that reason (they are not sent to another trash).
+home filesystem (the filesystem of the folder that holds the trash, so a ``Trash`` linked to
+another drive is seen as a link, not as another drive's trash) are then refused with that
+reason: they are not sent to another trash.
 
-macOS has no ``.trashinfo``: the Finder puts an item from the volume that holds the home into
-``~/.Trash`` and an item from another volume into ``<volume>/.Trashes/<uid>`` (Apple, "File
-System Programming Guide" and the ``NSFileManager trashItemAtURL:`` behaviour), and records
-"Put Back" in its own ``.DS_Store``, which we cannot write: cachedoctor's items appear in the
-Trash under (nearly) their own names, without Put Back. The same fd-relative, no-replace
-rename is used (``renameatx_np(RENAME_EXCL)``; where it is missing, the check and the rename
-run under an flock of the trash folder). A missing ``.Trashes`` is created with the Finder's
-mode ``d-wx-wx-wt`` (01333). The macOS privacy controls (TCC) may deny a terminal access to
-``~/.Trash``; the entry is then refused with that reason. This path is exercised on Linux by
-the tests (``flavor="macos"``) but has not been run on a Mac.
+A cache that is the top directory of a mount of its own holds that mount's trash
+(``.Trash-$uid``, ``.Trash``, ``.Trashes``): `trash_folders_at` names them and ``clean --trash``
+leaves them out of the walk, or the next clean would trash the trash.
+
+macOS has no ``.trashinfo``. Apple's behaviour (what the Finder and ``NSFileManager
+trashItemAtURL:resultingItemURL:error:`` do; Apple documents the call, not the layout): an item
+from the volume that holds the home goes to ``~/.Trash``, an item from another volume to
+``<volume>/.Trashes/<uid>``, and "Put Back" is recorded in the Finder's own ``.DS_Store``, which
+we cannot write: cachedoctor's items appear in the Trash under (nearly) their own names,
+without Put Back. The same fd-relative, no-replace rename is used
+(``renameatx_np(RENAME_EXCL)``; where it is missing, the check and the rename run under an
+flock of the trash folder). A missing ``.Trashes`` is created with mode 01333
+(``d-wx-wx-wt``, as the Finder's are commonly found). The macOS privacy controls (TCC) may deny
+a terminal access to ``~/.Trash``; the entry is then refused with that reason. This path is
+exercised on Linux by the tests (``flavor="macos"``) but has not been run on a Mac.
 
 Windows has no directory descriptors: `trash_path_checked` keeps send2trash (the shell's
 Recycle Bin) but re-checks, right before handing it the path, that no folder from the cache
-root down to the entry is a reparse point (junction, symlink) and that each folder and the
-entry are still the ones listed (volume serial and file index). What remains is a window of a
+root down to the entry is a reparse point (junction, symlink) and that each folder is still the
+one listed (volume serial and file index), and that the entry is the one chosen (a Windows
+listing carries no file id: it is read when the entry is chosen). What remains is a window of a
 few system calls between that check and the shell opening the path: a folder swapped for a
 junction in exactly that instant would send the junction's target's file of the same name to
 the Recycle Bin (recoverable from there, never deleted). Closing it would need the shell's
