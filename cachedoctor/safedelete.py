@@ -24,9 +24,12 @@ Counts, skipped entries and hard-linked inodes come back on a pipe per worker an
 parent, which walks them again itself.
 
 The same walk serves planning (``dry_run=True``: nothing is changed, every candidate is
-reported) and deleting. On Windows the walk is path-based behind the same interface
-(`_WindowsOps`): reparse points (junctions, symlinks) are removed as links, never entered, and a
-file in use (PermissionError) is reported as skipped.
+reported), deleting and trashing (``trash=True``: `cachedoctor.trash` renames each entry into
+the trash relative to the same verified folder descriptor, so trashing is as link-proof as
+deleting; an entry whose filesystem has no usable trash is skipped, reason ``no trash``). On
+Windows the walk is path-based behind the same interface (`_WindowsOps`): reparse points
+(junctions, symlinks) are removed as links, never entered, a file in use (PermissionError) is
+reported as skipped, and trashing re-checks the folders on the path just before send2trash.
 """
 
 from __future__ import annotations
@@ -38,13 +41,17 @@ import gc
 import os
 import stat
 import sys
-import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Literal
 
-SkipReason = Literal["locked", "in use", "other filesystem", "changed", "kept", "error"]
+if TYPE_CHECKING:
+    from cachedoctor.trash import Trasher
+
+SkipReason = Literal[
+    "locked", "in use", "other filesystem", "changed", "kept", "error", "no trash"
+]
 
 _DIR_FLAGS = (
     os.O_RDONLY
@@ -155,8 +162,6 @@ TASKS_PER_WORKER = 8  # the parent opens folders level by level until it has thi
 MAX_EXPAND_DEPTH = 4  # ...but never deeper than this below the root
 _TASK = 4  # bytes per task record on the shared pipe (a folder index)
 _PROC_LOCKS = "/proc/locks"
-_TRASH_LOCK = threading.Lock()  # send2trash is not safe to run twice at once (see `_trash`)
-TRASH_LOCK_WAIT = 60.0  # seconds to wait for another cachedoctor process that is trashing
 LOCKS_REFRESH = 0.02  # seconds a /proc/locks reading is reused (re-read per folder after that)
 
 
@@ -349,8 +354,8 @@ def clean_tree(
     `select` (default: everything) decides per non-directory entry; directories are removed
     when they end up empty — all of them when `select` is None, otherwise only those in which
     something was deleted. `expect` is the root's (st_dev, st_ino) seen at planning time: a root
-    replaced since then is refused. With `trash`, entries go to the OS trash (send2trash)
-    instead. With `collect`, every removed (or, dry run, selected) entry is listed in `removed`.
+    replaced since then is refused. With `trash`, entries go to the user's trash instead
+    (`cachedoctor.trash`, relative to the same verified folder descriptors). With `collect`, every removed (or, dry run, selected) entry is listed in `removed`.
     `workers` caps the forked worker processes (default: one per usable CPU; 1: no fork).
     """
     if os.name == "nt":  # pragma: no cover - exercised on Windows only
@@ -363,7 +368,8 @@ def clean_tree(
 def _worker_count(requested: int | None, no_fork: bool) -> int:
     """Forked workers to use: 0 where fork is not safe or useful (then threads, as before).
 
-    Not for trash mode (send2trash works on paths, in this process), nor for dry runs (listing
+    Not for trash mode (each move fsyncs its .trashinfo: the disk is the limit, not the CPU,
+    and the trash folders stay open in this process), nor for dry runs (listing
     alone gained nothing from forking on tmpfs, and sending `collect` lists back costs more than
     it saves), nor outside Linux (fork without exec is unsafe on macOS)."""
     if no_fork or not sys.platform.startswith("linux") or not hasattr(os, "fork"):
@@ -413,6 +419,8 @@ class _PosixWalk(_Walk):
         self.locked_inodes: frozenset[int] | None = None
         self.locks_read = -LOCKS_REFRESH  # monotonic time /proc/locks was last read
         self.workers = 0  # forked workers allowed (0: threads over the top-level folders)
+        self.trasher: Trasher | None = None  # trash mode: the trash folders, shared by threads
+        self.real_root = b""  # trash mode: the root's real path (for the .trashinfo Path=)
 
     def run(self) -> DeleteResult:
         try:
@@ -437,6 +445,14 @@ class _PosixWalk(_Walk):
             # a mount below the root (or no way to tell): check each folder's mount id
             self.root_mnt = _mount_id(root_fd)
         self.result.total_bytes += getattr(st, "st_blocks", 0) * 512  # measured like du / scan
+        if self.trash and not self.dry_run:
+            from cachedoctor.trash import Trasher, fd_path, trash_folders_at
+
+            self.trasher = Trasher()
+            self.real_root = fd_path(root_fd) or os.fsencode(os.path.realpath(self.root))
+            own = trash_folders_at(root_fd)  # a cache that is a mount holds that mount's trash
+            if own:
+                self.rules = replace(self.rules, exclude=self.rules.exclude | own)
         gc_was_on = gc.isenabled()
         gc.disable()  # no reference cycles are made here; the collector only costs time
         try:
@@ -447,6 +463,8 @@ class _PosixWalk(_Walk):
             self._count_links()
         finally:
             os.close(root_fd)
+            if self.trasher is not None:
+                self.trasher.close()
             if gc_was_on:
                 gc.enable()
         return self.result
@@ -645,6 +663,8 @@ class _PosixWalk(_Walk):
         )
         worker.root_dev = self.root_dev
         worker.root_mnt = self.root_mnt
+        worker.trasher = self.trasher
+        worker.real_root = self.real_root
         worker._walk_task(task, private=True)  # the root is never removed: its counts don't matter
         return worker.result, worker.links
 
@@ -864,26 +884,23 @@ class _PosixWalk(_Walk):
             return False
 
     def _trash(self, dir_fd: int, name: str, rel: str, st: os.stat_result) -> bool:
-        """send2trash works on paths: re-check that the path still names the entry we listed.
+        """Rename the entry into the trash relative to its folder's descriptor (never a path:
+        see `cachedoctor.trash`); True when it went."""
+        from cachedoctor.trash import EntryChanged, TrashFailed, TrashRefused
 
-        One file at a time, across threads and cachedoctor processes: send2trash picks a free
-        name in the trash and then renames onto it, so two trashings of files with the same
-        name at once would pick the same name and the second would overwrite the first."""
-        from send2trash import send2trash
-
-        from cachedoctor.errors import LockBusyError
-        from cachedoctor.locking import exclusive
-
-        path = self._path(rel)
+        assert self.trasher is not None
         try:
-            with _TRASH_LOCK, exclusive("trash", wait=TRASH_LOCK_WAIT, what="the trash"):
-                now = os.lstat(path)
-                if (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
-                    self.result.skipped.append(Skipped(rel, "changed", "replaced while cleaning"))
-                    return False
-                send2trash(path)
-        except LockBusyError as exc:
-            self.result.errors.append(f"{path}: {exc.message}")
+            self.trasher.trash(
+                dir_fd, name, st, self.real_root + b"/" + os.fsencode(rel), dev=self.root_dev
+            )
+        except TrashRefused as exc:
+            self.result.skipped.append(Skipped(rel, "no trash", str(exc)))
+            return False
+        except EntryChanged as exc:
+            self.result.skipped.append(Skipped(rel, "changed", str(exc)))
+            return False
+        except TrashFailed as exc:
+            self.result.errors.append(f"{self._path(rel)}: {exc}")
             return False
         return True
 
@@ -932,10 +949,14 @@ class _WindowsOps(_Walk):  # pragma: no cover - exercised on Windows only
                 f"{self.root}: is a link or junction; refusing to clean through it"
             )
             return self.result
-        self._dir(self.root, "", top.st_dev, not self.rules.only)
+        self._dir(self.root, "", top.st_dev, not self.rules.only, ((self.root, _ident(top)),))
         return self.result
 
-    def _dir(self, path: str, rel: str, dev: int, selected_all: bool) -> int:
+    def _dir(
+        self, path: str, rel: str, dev: int, selected_all: bool, chain: tuple[_Link, ...]
+    ) -> int:
+        """One folder; `chain` is every folder from the root down to it with the identity seen
+        when it was listed (re-checked before each send2trash)."""
         deleted = 0
         try:
             with os.scandir(path) as it:
@@ -954,11 +975,17 @@ class _WindowsOps(_Walk):  # pragma: no cover - exercised on Windows only
                 continue
             link = is_reparse_point(st)
             if stat.S_ISDIR(st.st_mode) and not link:
-                if st.st_dev != dev:
+                try:  # DirEntry.stat() has st_dev and st_ino 0 on Windows: ask lstat
+                    full = os.lstat(entry.path)
+                except OSError:
+                    continue
+                if full.st_dev != dev or is_reparse_point(full):
                     self.result.skipped.append(Skipped(child_rel, "other filesystem"))
                     continue
                 sub_all = selected_all or self.rules.in_only(child_rel)
-                removed_inside = self._dir(entry.path, child_rel, dev, sub_all)
+                removed_inside = self._dir(
+                    entry.path, child_rel, dev, sub_all, (*chain, (entry.path, _ident(full)))
+                )
                 if (self.select is None or removed_inside) and sub_all and not self.dry_run:
                     try:
                         os.rmdir(entry.path)
@@ -978,9 +1005,16 @@ class _WindowsOps(_Walk):  # pragma: no cover - exercised on Windows only
             if not self.dry_run:
                 try:
                     if self.trash:
-                        from send2trash import send2trash
+                        from cachedoctor.trash import EntryChanged, trash_path_checked
 
-                        send2trash(entry.path)
+                        try:  # the listing has no file id on Windows: take it now
+                            listed = _ident(os.lstat(entry.path))
+                            trash_path_checked(chain, entry.path, listed)
+                        except EntryChanged as exc:
+                            self.result.skipped.append(Skipped(child_rel, "changed", str(exc)))
+                            continue
+                        except FileNotFoundError:
+                            continue
                     elif link and _is_dir_link(st):
                         os.rmdir(
                             entry.path
@@ -1001,6 +1035,13 @@ class _WindowsOps(_Walk):  # pragma: no cover - exercised on Windows only
             if self.collect:
                 self.result.removed.append(info)
         return deleted
+
+
+_Link = tuple[str, tuple[int, int]]  # a folder on the way down and its (st_dev, st_ino)
+
+
+def _ident(st: os.stat_result) -> tuple[int, int]:
+    return (st.st_dev, st.st_ino)
 
 
 def is_reparse_point(st: os.stat_result) -> bool:

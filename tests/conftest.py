@@ -159,8 +159,8 @@ def run_cli(*args: str, input: str | None = None) -> subprocess.CompletedProcess
 
 
 def trash_files_dir() -> Path:
-    """Where send2trash puts files in this process. It fixes its trash folder when first
-    imported (one HOME per process), so in-process tests ask it instead of assuming their HOME."""
-    from send2trash import plat_other
-
-    return Path(os.fsdecode(plat_other.HOMETRASH_B)) / "files"
+    """Where `clean --trash` puts this test's files: the home trash of the isolated HOME
+    (cachedoctor reads XDG_DATA_HOME when it trashes, not at import, unlike send2trash)."""
+    if IS_MACOS:
+        return Path(os.environ["HOME"]) / ".Trash"
+    return Path(os.environ["XDG_DATA_HOME"]) / "Trash" / "files"

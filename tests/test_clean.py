@@ -15,7 +15,7 @@ from cachedoctor.clean import Policy, is_old, plan_clean
 from cachedoctor.host import Host
 from cachedoctor.profiles.loader import load_profile_file
 from cachedoctor.safedelete import FileInfo
-from tests.conftest import needs_posix_paths, no_uses, run_cli
+from tests.conftest import IS_LINUX, needs_posix_paths, no_uses, run_cli
 
 # fake tools are /bin/sh scripts, caches hold symlinks, hosts are POSIX
 pytestmark = needs_posix_paths
@@ -369,6 +369,23 @@ def test_trash_sends_to_the_xdg_trash_in_home(profiles: Path, isolated_home: Pat
     info = list((isolated_home / ".local" / "share" / "Trash" / "info").iterdir())
     assert len(info) == 2
     assert cache.is_dir() and list(cache.iterdir()) == []
+
+
+def test_trash_refusal_is_explained_and_the_files_stay(
+    profiles: Path, isolated_home: Path, tmp_path: Path
+) -> None:
+    if not IS_LINUX:
+        pytest.skip("the freedesktop.org trash layout")
+    write_profile(profiles)
+    cache = isolated_home / ".cache" / "faketool"
+    fill(cache, n=2)
+    share = isolated_home / ".local" / "share"
+    share.mkdir(parents=True)
+    (share / "Trash").symlink_to(tmp_path)
+    proc = run_cli("clean", "faketool", "--trash", "--yes")
+    assert "Traceback" not in proc.stderr
+    assert "no trash (the trash folder" in proc.stderr and "symbolic link" in proc.stderr
+    assert len(list(cache.rglob("*.bin"))) == 2
 
 
 def test_scheduled_run_enforces_quotas_and_logs_a_summary(

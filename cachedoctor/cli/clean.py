@@ -270,7 +270,8 @@ def _render_result(result: CleanResult) -> None:
             for line in r.command.output.splitlines()[:10]:
                 console.print(f"    {line}", markup=False, highlight=False)
         for s in r.skipped[:10]:
-            warn(f"skipped {t.root}/{s.rel}: {s.reason}")
+            why = f" ({s.detail})" if s.reason == "no trash" and s.detail else ""
+            warn(f"skipped {t.root}/{s.rel}: {s.reason}{why}")
         if len(r.skipped) > 10:
             warn(f"... and {len(r.skipped) - 10} more skipped under {t.root}")
         for e in r.errors[:10]:
