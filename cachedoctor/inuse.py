@@ -41,6 +41,7 @@ even counted); on Windows, handles psutil gives up on (see `psutil_source`).
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
 from abc import ABC, abstractmethod
@@ -157,12 +158,18 @@ ProcessSource = Callable[[], Iterable[ProcessView]]
 def find_uses(
     folders: Iterable[str | os.PathLike[str]], *, source: ProcessSource | None = None
 ) -> UseReport:
-    """Every process using anything at or below any of `folders` (one scan for all of them)."""
+    """Every process using anything at or below any of `folders` (one scan for all of them).
+
+    Other cachedoctor processes are not counted either: one that plans reads the cache, one
+    that changes it holds the cache's lock, and the lock keeps them apart, not this check."""
     matcher = _Folders(folders, fold_case=sys.platform in ("darwin", "win32"))
     if not matcher.prefixes:
         return UseReport()
     views = list((source or default_source())())
     own = _own_processes(views, os.getpid())
+    for view in views:
+        if view.pid not in own and _is_cachedoctor(view):
+            own |= _own_processes(views, view.pid)
     uses: list[Use] = []
     other_users = own_users = looked_at = 0
     for view in views:
@@ -260,6 +267,19 @@ class _Folders:
 
 def _with_sep(path: str) -> str:
     return path if path.endswith(os.sep) or (os.altsep and path.endswith(os.altsep)) else path + os.sep
+
+
+def _is_cachedoctor(view: ProcessView) -> bool:
+    """Started as `cachedoctor ...` or `python -m cachedoctor ...`."""
+    try:
+        argv = view.command()
+    except Gone:
+        return False
+    if not argv:
+        return False
+    if os.path.basename(argv[0]).lower().removesuffix(".exe") == "cachedoctor":
+        return True
+    return any(a == "-m" and b == "cachedoctor" for a, b in itertools.pairwise(argv))
 
 
 def _own_processes(views: list[ProcessView], me: int) -> set[int]:

@@ -84,6 +84,10 @@ else:
         fcntl.flock(fd, fcntl.LOCK_UN)
 
 
+def cache_key(tool: str, location: str) -> str:
+    return f"cache:{tool}/{location}"
+
+
 def cache_lock(tool: str, location: str, *, wait: float = 2.0) -> Any:
     """The one lock every command that changes a tool's cache takes (move, restore, clean)."""
-    return exclusive(f"cache:{tool}/{location}", wait=wait, what=f"the {tool} cache ({location})")
+    return exclusive(cache_key(tool, location), wait=wait, what=f"the {tool} cache ({location})")

@@ -127,6 +127,21 @@ def test_a_process_holding_a_file_open_inside_is_found(children: Children, cache
 
 
 @real_processes
+def test_another_cachedoctor_process_is_not_a_use(children: Children, cache: Path,
+                                                  tmp_path: Path) -> None:
+    """A second cachedoctor reading or cleaning the same cache is kept apart by the cache's
+    lock, not by this check (two cleans of one cache must not refuse each other)."""
+    blob = cache / "sub" / "blob.bin"
+    program = tmp_path / "cachedoctor"
+    program.symlink_to(sys.executable)
+    other = children.start(f"f = open({str(blob)!r}, 'rb')", program=str(program))
+    module = children.start(f"import sys; sys.argv[:] = ['-m', 'cachedoctor']; f = open({str(blob)!r})")
+    report = find_uses([cache])
+    assert other.pid not in report.pids
+    assert module.pid in report.pids  # only the real command line counts, not what it claims
+
+
+@real_processes
 def test_a_process_whose_working_directory_is_inside_is_found(
     children: Children, cache: Path
 ) -> None:

@@ -172,11 +172,11 @@ def test_the_drvfs_source_is_escaped_in_proc_mounts(realfs_drvfs: RealFS) -> Non
 def test_cachedoctor_sees_the_drive_as_the_fixture_says(realfs: RealFS) -> None:
     from cachedoctor import drives
 
-    drives._partitions.cache_clear()
+    drives.partitions.cache_clear()
     try:
         info = drives.drive_of(str(realfs.path / "cache"))
     finally:
-        drives._partitions.cache_clear()
+        drives.partitions.cache_clear()
     assert info is not None
     assert (info.mount, info.device, info.fstype) == (str(realfs.path), realfs.source, realfs.fstype)
 
