@@ -2,7 +2,9 @@
 
 Templates expand `~`, `%VAR%`, `$VAR`, `${VAR}` and `${VAR:-fallback}` (the fallback is itself a
 template). An `XDG_*` variable that is unset, empty or relative counts as unset, as the XDG
-Base Directory spec says. Globs (`*`, `?`, `[..]`) are left in place for `expand_globs`.
+Base Directory spec says, and so does any optional variable that starts a path but holds no
+absolute path (`PLAYWRIGHT_BROWSERS_PATH=0` means "inside each project", not a folder `0`).
+Globs (`*`, `?`, `[..]`) are left in place for `expand_globs`.
 Nothing here touches the filesystem except `expand_globs`.
 """
 
@@ -76,6 +78,9 @@ def _expand_variables(text: str, host: Host, trace: Trace | None = None) -> str:
             if not _NAME.fullmatch(name):
                 raise UserInputError(f"invalid variable reference ${{{name}}} in {text!r}")
             value = lookup(name, host)
+            if value is not None and has_fallback and i == 0 and not _is_absolute(
+                    _expand_tilde(value, host), host):
+                value = None  # a value that starts the path but is no folder (`=0`, `off`)
             if has_fallback and trace is not None:
                 trace.append((name, value))
             if value is None:

@@ -35,7 +35,13 @@ def history(
         emit_json({"changes": [c.to_json() for c in found]})
         return
     if not found:
-        stdout_console().print("No changes recorded yet.")
+        if tool or kind:
+            filters = " and ".join(x for x in (f"tool {tool}" if tool else "",
+                                               f"kind {kind}" if kind else "") if x)
+            total = len(store.changes())
+            stdout_console().print(f"No changes of {filters} ({total} change(s) recorded in all).")
+        else:
+            stdout_console().print("No changes recorded yet.")
         return
     import time
 

@@ -14,22 +14,33 @@ app.add_typer(profiles_app, name="profiles")
 
 
 @profiles_app.command("list")
-def list_profiles(json_out: JsonOption = False) -> None:
-    """Every known tool: whether its caches exist here and whether it is running."""
+def list_profiles(
+    category: Annotated[str | None, typer.Option("--category", help="Only this category.")] = None,
+    json_out: JsonOption = False,
+) -> None:
+    """Every known tool: its category, whether its caches exist here (where its settings put
+    them), and, as a hint only, processes running under its names."""
     from cachedoctor.host import Host
+    from cachedoctor.locate import observe, present
     from cachedoctor.processes import running_processes
-    from cachedoctor.profiles.resolved import is_present
 
     host = Host.current()
+    world = observe(host)
     rows: list[dict[str, Any]] = []
     for tool_id, loaded in sorted(profile_set().profiles.items()):
         profile = loaded.profile
+        if category is not None and profile.category != category:
+            continue
+        running = running_processes(profile, host)
         rows.append(
             {
                 "id": tool_id,
                 "name": profile.name,
-                "present": is_present(profile, host),
-                "running": bool(running_processes(profile, host)),
+                "category": profile.category,
+                "aliases": profile.aliases,
+                "present": present(profile, world),
+                "running": bool(running),
+                "processes": [{"pid": p.pid, "name": p.name} for p in running],
                 "origin": loaded.origin,
                 "file": loaded.file,
             }
@@ -40,14 +51,16 @@ def list_profiles(json_out: JsonOption = False) -> None:
     from rich.table import Table
 
     table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("id", "name", "present", "running", "origin"):
+    for column in ("id", "name", "category", "present", "running (by name)", "origin"):
         table.add_column(column)
     for row in rows:
+        running_text = ", ".join(f"{p['name']} ({p['pid']})" for p in row["processes"][:2]) or "-"
         table.add_row(
             row["id"],
             row["name"],
+            row["category"],
             "yes" if row["present"] else "-",
-            "RUNNING" if row["running"] else "-",
+            running_text,
             row["origin"],
         )
     stdout_console().print(table)
@@ -57,30 +70,36 @@ def list_profiles(json_out: JsonOption = False) -> None:
 def show(
     tool: Annotated[str, typer.Argument(help="Tool id.")], json_out: JsonOption = False
 ) -> None:
-    """A profile with its paths resolved for this machine."""
+    """A profile with its locations resolved for this machine: where each really is, and why."""
     from cachedoctor.host import Host
-    from cachedoctor.profiles.resolved import declared_paths
-    from cachedoctor.resolve import expand_globs
+    from cachedoctor.locate import observe, pictures
+    from cachedoctor.relocate.plan import relocation_methods
 
     host = Host.current()
     loaded = profile_set().profiles.get(tool)
     profile = profile_set().get(tool)
     locations: list[dict[str, Any]] = []
-    for location, pattern in declared_paths(profile, host):
+    for pic in pictures([profile], observe(host)):
+        location = pic.location
         locations.append(
             {
                 "id": location.id,
                 "name": location.name,
                 "kind": location.kind,
                 "safe_to_delete": location.safe_to_delete,
-                "template_resolved": pattern,
-                "paths": expand_globs(pattern) if pattern else [],
-                "relocate": [r.method for r in location.relocate],
+                "paths": [p.path for p in pic.places],
+                "found": [p.path for p in pic.existing],
+                "how": [p.how() for p in pic.places],
+                "relocate": [r.method for r in relocation_methods(location, host)],
+                "link_forbidden": location.link_forbidden,
+                "units": [u.type for u in location.units],
             }
         )
     document: dict[str, Any] = {
         "id": profile.id,
         "name": profile.name,
+        "category": profile.category,
+        "aliases": profile.aliases,
         "description": profile.description,
         "file": loaded.file if loaded else None,
         "os": host.os,
@@ -95,17 +114,21 @@ def show(
         return
     console = stdout_console()
     console.print(
-        f"[bold]{profile.name}[/bold] ({profile.id}) — {profile.description}", highlight=False
+        f"[bold]{profile.name}[/bold] ({profile.id}, {profile.category}) — {profile.description}",
+        highlight=False,
     )
     console.print(f"file: {document['file']}", markup=False)
     for loc in locations:
-        found = ", ".join(loc["paths"]) if loc["paths"] else "(not present)"
         console.print(
-            f"\n[bold]{loc['id']}[/bold] [{loc['kind']}] safe to delete: {'yes' if loc['safe_to_delete'] else 'NO'}"
-            f"; relocate: {', '.join(loc['relocate']) or '-'}",
+            f"\n[bold]{loc['id']}[/bold] \\[{loc['kind']}] safe to delete: "
+            f"{'yes' if loc['safe_to_delete'] else 'NO'}; relocate: {', '.join(loc['relocate']) or '-'}",
             highlight=False,
         )
-        console.print(f"  path: {loc['template_resolved']}\n  found: {found}", markup=False)
+        for path, how in zip(loc["paths"], loc["how"], strict=True):
+            console.print(f"  path: {path}  ({how})", markup=False)
+        console.print(f"  found: {', '.join(loc['found']) or '(not present)'}", markup=False)
+        if loc["link_forbidden"]:
+            console.print(f"  never linked: {loc['link_forbidden']}", markup=False)
     if profile.tune:
         console.print(f"\ntune presets: {', '.join(document['tune'])}", markup=False)
     for note in profile.notes:

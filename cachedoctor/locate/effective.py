@@ -331,12 +331,19 @@ def _read_env(setting: EnvSetting, host: Host, world: World, *,
             return None
     for name in setting.env:
         seen = host.getenv(name)
-        if seen:
+        if seen and _is_path(_first(seen, setting.separator, host), host):
             value = seen
             origin, managed = world.origin(name) if persistent else (
                 "this process's environment", False)
             return _first(value, setting.separator, host), Step("env", name, origin, value, managed)
     return None
+
+
+def _is_path(value: str, host: Host) -> bool:
+    """An absolute path (after `~`): a variable holding anything else (`0`, `off`) names no
+    folder, so it does not decide where the cache is."""
+    expanded = _normalise(value, host)
+    return ntpath.isabs(expanded) if host.is_windows else expanded.startswith("/")
 
 
 def _first(value: str, separator: str | None, host: Host) -> str:

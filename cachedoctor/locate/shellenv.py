@@ -108,7 +108,7 @@ def _block_lines(lines: list[str]) -> set[int]:
 def parse(text: str, kind: str, file: str, known: Mapping[str, str], home: str) -> list[Assignment]:
     """The exported assignments of one start-up file, in order. `kind`: sh, fish, fish-universal
     or envd (KEY=VALUE lines). `known` holds the variables set before this file runs."""
-    env = dict(known)
+    env = {"HOME": home, **known}
     lines = text.splitlines()
     managed = _block_lines(lines)
     pending: dict[str, tuple[str, int]] = {}
