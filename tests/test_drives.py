@@ -24,6 +24,7 @@ def test_parse_escaped_mount_points() -> None:
 def test_mounts_agree_with_psutil() -> None:
     import psutil
 
+    partitions.cache_clear()  # read both tables now (other tests mount and unmount)
     theirs = {(p.mountpoint, p.fstype) for p in psutil.disk_partitions(all=True)}
     ours = {(m[0], m[2]) for m in partitions()}
     assert ours == theirs

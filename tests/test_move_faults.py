@@ -10,8 +10,10 @@ from __future__ import annotations
 import os
 import random
 import shutil
+import textwrap
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -91,3 +93,114 @@ def test_kill_9_at_random_points_many_trials(tmp_path: Path, monkeypatch: pytest
                                              isolated_home: Path) -> None:
     stats = run_trials(60, int.from_bytes(os.urandom(4), "big"), tmp_path, monkeypatch, isolated_home)
     assert stats["killed"] >= 40
+
+
+# ------------------------------------------------- every method, and a tool of several locations
+
+# (profile YAML, the location moved, where its data lands below DEST/<tool>): one per method.
+METHOD_PROFILES: dict[str, tuple[str, str, str]] = {
+    "env": ("""\
+        id: hflike
+        name: HF-like
+        description: two locations (only one exists); the default method is a variable
+        locations:
+          - id: hub
+            paths: {linux: '${HFLIKE_HUB:-~/.cache/hflike/hub}'}
+            safe_to_delete: true
+            relocate: [{method: env, vars: {HFLIKE_HUB: '{dest}'}}, {method: link}]
+          - id: xet
+            paths: {linux: '~/.cache/hflike/xet'}
+            safe_to_delete: true
+            relocate: [{method: env, vars: {HFLIKE_XET: '{dest}'}}]
+        """, "~/.cache/hflike/hub", "hub"),
+    "config": ("""\
+        id: hflike
+        name: pip-like
+        description: moved by a config key
+        locations:
+          - id: hub
+            paths: {linux: '~/.cache/hflike/hub'}
+            safe_to_delete: true
+            relocate:
+              - {method: config, file: {linux: '~/.config/hflike.ini'}, format: ini, section: global, key: cache-dir}
+        """, "~/.cache/hflike/hub", ""),
+    "policy": ("""\
+        id: hflike
+        name: browser-like
+        description: moved by the DiskCacheDir policy
+        locations:
+          - id: hub
+            paths: {linux: ['~/.cache/hflike/Default', '~/.cache/hflike/Profile *']}
+            safe_to_delete: true
+            relocate: [{method: policy, browser: chromium}]
+        """, "~/.cache/hflike/Default", "Default"),
+}
+
+
+def _where(tool: str) -> dict[str, Any]:
+    import json
+
+    proc = cli("where", tool, "--json")
+    return json.loads(proc.stdout)["result"]  # type: ignore[no-any-return]
+
+
+def run_method_trials(method: str, trials: int, seed: int, tmp_path: Path,
+                      monkeypatch: pytest.MonkeyPatch, home: Path) -> int:
+    """kill -9 a move by `method` at random points; re-run THE SAME COMMAND (no --location, no
+    --method) and it finishes; restore then puts everything back as it was."""
+    text, cache_template, below = METHOD_PROFILES[method]
+    rng = random.Random(seed)
+    profiles = tmp_path / "profiles"
+    profiles.mkdir()
+    (profiles / "hflike.yaml").write_text(textwrap.dedent(text), encoding="utf-8")
+    monkeypatch.setenv("CACHEDOCTOR_PROFILES_DIR", str(profiles))
+    monkeypatch.setenv("CACHEDOCTOR_SYSTEM_ROOT", str(tmp_path / "root"))
+    cache = Path(cache_template.replace("~", str(home)))
+    dest = Path("/dev/shm") / f"cachedoctor-faults-{uuid.uuid4().hex[:8]}"
+    landed = dest / "hflike" / "hub" if method == "env" else dest / "hflike"
+    landed = landed / below if below and method != "env" else landed
+    killed = 0
+    try:
+        build_tree(cache)
+        reference = snapshot(cache)
+        command = ("move", "hflike", str(dest), "--yes")
+        points = count_points(*command, report=tmp_path / "count")
+        assert snapshot(landed) == reference
+        assert cli("restore", "hflike", "--yes").returncode == 0
+        assert snapshot(cache) == reference
+        for trial in range(trials):
+            at = rng.randint(1, points + 2)
+            first = cli(*command, env={"CACHEDOCTOR_FAULT_AT": str(at)})
+            assert first.returncode in (-9, 0), (trial, at, first.stderr)
+            killed += first.returncode == -9
+            context = f"{method} trial {trial} killed at point {at}/{points}"
+            done = cli(*command)
+            assert done.returncode == 0, (context, done.stderr)
+            assert snapshot(landed) == reference, context
+            [hub] = [r for r in _where("hflike")["locations"] if r["location"] == "hub"]
+            assert [p["data"] for p in hub["places"] if p["exists"]] == [str(landed)], context
+            back = cli("restore", "hflike", "--yes")
+            assert back.returncode == 0, (context, back.stderr)
+            assert snapshot(cache) == reference, context
+            assert not landed.exists(), context
+            assert leftovers(cache.parent, dest) == [], context
+            assert pending() == [], context
+            [hub] = [r for r in _where("hflike")["locations"] if r["location"] == "hub"]
+            assert hub["record"] is None and hub["places"][0]["path"] == str(cache), context
+    finally:
+        shutil.rmtree(dest, ignore_errors=True)
+    return killed
+
+
+@pytest.mark.parametrize("method", sorted(METHOD_PROFILES))
+def test_kill_9_during_a_move_by_any_method_then_the_same_command_finishes(
+        method: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> None:
+    assert run_method_trials(method, 4, 99, tmp_path, monkeypatch, isolated_home) >= 2
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("method", sorted(METHOD_PROFILES))
+def test_kill_9_during_a_move_by_any_method_many_trials(
+        method: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> None:
+    seed = int.from_bytes(os.urandom(4), "big")
+    assert run_method_trials(method, 30, seed, tmp_path, monkeypatch, isolated_home) >= 20

@@ -112,6 +112,7 @@ def move(
                 info("nothing changed")
                 continue
             outcome = execute_move(plan, host, progress=_progress())
+            _observe_after(profile, loc.id, host, outcome, expected=outcome.base)
             _report(outcome, json_out, documents)
     if json_out:
         emit_json({"operations": documents})
@@ -167,10 +168,29 @@ def restore(
                 info("nothing changed")
                 continue
             outcome = execute_restore(plan, host, progress=_progress())
+            _observe_after(profile, location_id, host, outcome, expected=None)
             _report(outcome, json_out, documents)
     if json_out:
         emit_json({"operations": documents})
     raise typer.Exit(EXIT_OK)
+
+
+def _observe_after(profile: Any, location_id: str, host: Host, outcome: Outcome, *,
+                   expected: str | None) -> None:
+    """Look again once the change is made, and say where the tool will really find its cache
+    (measured, not planned); a move the tool does not follow is a warning, not a success."""
+    import os
+
+    from cachedoctor.locate import observe, picture
+
+    pic = picture(profile, location_id, observe(host))
+    outcome.now_at = [p.to_json() for p in pic.places]
+    shown = "; ".join(f"{p.path} ({p.how()})" for p in pic.places) or "nowhere on this system"
+    outcome.messages.append(f"{profile.id} ({location_id}) is now at: {shown}")
+    if expected is not None and not any(
+            (p.data or "").startswith(expected) or p.path.startswith(expected) for p in pic.places):
+        warn(f"{profile.id} does not look in {expected} yet: {shown}"
+             + ("; open a new shell" if os.name != "nt" else ""))
 
 
 def _profiles_dirs() -> list[str]:

@@ -126,7 +126,12 @@ def _render(report: ScanReport, *, by_tool: bool) -> None:
         table.add_row(*([tool, location] if by_tool else []), *cells)
 
     for entry in report.entries:
-        row(entry, entry.tool or "", entry.location or "")
+        label = entry.location or ""
+        if entry.unused:
+            label += " (old, unused)"
+        elif entry.seen_by:
+            label += f" ({entry.seen_by})"
+        row(entry, entry.tool or "", label)
     if report.unclaimed:
         if by_tool:
             table.add_section()

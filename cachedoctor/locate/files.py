@@ -146,12 +146,18 @@ class DictFiles:
         return found if isinstance(found, tuple) else None
 
     def glob(self, pattern: str) -> list[str]:
+        """Like glob.glob: a wildcard matches within one path component."""
         import fnmatch
 
-        names = [*self.texts, *self.dirs, *self.links]
-        if self.windows:
-            return sorted({n for n in names if fnmatch.fnmatch(self._k(n), self._k(pattern))})
-        return sorted({n for n in names if fnmatch.fnmatchcase(n, pattern)})
+        sep = "\\" if self.windows else "/"
+        want = self._k(pattern).split(sep)
+        found = set()
+        for name in [*self.texts, *self.dirs, *self.links]:
+            parts = self._k(name).split(sep)
+            if len(parts) == len(want) and all(
+                    fnmatch.fnmatchcase(p, w) for p, w in zip(parts, want, strict=True)):
+                found.add(name)
+        return sorted(found)
 
     def realpath(self, path: str) -> str:
         target = self.link(path)

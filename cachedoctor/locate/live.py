@@ -14,6 +14,10 @@ from cachedoctor.locate.world import EnvValue, World
 
 
 def observe(host: Host | None = None, *, files: FileView | None = None) -> World:
+    """A fresh look: nothing read before this call (the mount table included) is trusted."""
+    from cachedoctor.drives import partitions
+
+    partitions.cache_clear()
     host = host or Host.current()
     view = files or LiveFiles()
     records, pending, problems = _state()

@@ -43,13 +43,14 @@ class Outcome:
     seconds: float = 0.0
     messages: list[str] = field(default_factory=list)
     history_id: int | None = None
+    now_at: list[dict[str, Any]] | None = None  # where the tool's cache is, observed afterwards
 
     def to_json(self) -> dict[str, Any]:
         return {
             "tool": self.tool, "location": self.location, "kind": self.kind, "status": self.status,
             "method": self.method, "dest": self.base, "pairs": self.pairs, "files": self.files,
             "bytes": self.bytes, "seconds": round(self.seconds, 3), "messages": self.messages,
-            "history_id": self.history_id,
+            "history_id": self.history_id, "now_at": self.now_at,
         }
 
 
