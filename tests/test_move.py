@@ -414,7 +414,7 @@ def test_several_locations_go_below_dest_tool_location(tmp_path: Path, monkeypat
 def test_policy_method_writes_and_removes_the_policy_file(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Path, shm: Path) -> None:
     root = tmp_path / "policyroot"
-    monkeypatch.setenv("CACHEDOCTOR_POLICY_ROOT", str(root))
+    monkeypatch.setenv("CACHEDOCTOR_SYSTEM_ROOT", str(root))
     directory = tmp_path / "profiles"
     write_profile(directory, "chrome", paths="~/.config/google-chrome/*/Cache",
                   relocate="[{method: policy, browser: chrome}, {method: link}]")

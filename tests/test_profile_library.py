@@ -620,3 +620,11 @@ def test_move_fixes_name_the_parent_folder() -> None:
                 words = shlex.split(check.fix.replace("\\", "/"))
                 dest = words[3].rstrip("/")
                 assert not dest.endswith(("/{tool}", f"/{profile.id}")), (path.name, check.id, check.fix)
+
+
+def test_the_readme_lists_every_built_in_profile_by_category() -> None:
+    readme = (PROFILES_DIR.parent / "README.md").read_text(encoding="utf-8")
+    assert f"Built in ({len(PROFILES)})" in readme
+    for tool, profile in PROFILES.items():
+        line = next(x for x in readme.splitlines() if x.startswith(f"- **") and f"(`{profile.category}`)" in x)
+        assert f"`{tool}`" in line, f"README does not list {tool} under {profile.category}"

@@ -39,7 +39,7 @@ class FileView(Protocol):
 
 
 def system_root() -> str:
-    return os.environ.get(SYSTEM_ROOT_ENV) or os.environ.get("CACHEDOCTOR_POLICY_ROOT") or ""
+    return os.environ.get(SYSTEM_ROOT_ENV) or ""
 
 
 def system_path(path: str, root: str | None = None) -> str:
