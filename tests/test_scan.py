@@ -154,3 +154,16 @@ def test_nested_mount_is_crossed_like_du_unless_one_file_system(tmp_path: Path, 
         subprocess.run(["du", "-sxB1", str(tmp_path)], capture_output=True, text=True).stdout.split()[0]
     )
     assert staying["entries"][0]["files"] < crossing["entries"][0]["files"]
+
+
+def test_scan_and_profiles_list_filter_by_category() -> None:
+    import json
+
+    from tests.conftest import run_cli
+
+    listed = json.loads(run_cli("profiles", "list", "--category", "browser", "--json").stdout)
+    assert {p["id"] for p in listed["profiles"]} == {"chrome", "chromium", "edge"}
+    assert {p["category"] for p in listed["profiles"]} == {"browser"}
+    assert run_cli("scan", "--category", "browser", "--json").returncode == 0
+    bad = run_cli("scan", "--category", "nope")
+    assert bad.returncode == 2 and "known: ai, browser" in bad.stderr

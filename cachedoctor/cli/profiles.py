@@ -24,6 +24,11 @@ def list_profiles(
     from cachedoctor.locate import observe, present
     from cachedoctor.processes import running_processes
 
+    from cachedoctor.errors import UserInputError
+    from cachedoctor.profiles.model import CATEGORIES
+
+    if category is not None and category not in CATEGORIES:
+        raise UserInputError(f"unknown category {category!r}; known: {', '.join(CATEGORIES)}")
     host = Host.current()
     world = observe(host)
     rows: list[dict[str, Any]] = []

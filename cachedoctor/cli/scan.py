@@ -37,6 +37,12 @@ def scan(
             "--one-file-system", "-x", help="Don't descend into other mounts, like du -x."
         ),
     ] = False,
+    category: Annotated[
+        str | None,
+        typer.Option("--category", metavar="CATEGORY",
+                     help="Only tools of this category (ai, browser, ide, package, build, test, "
+                     "container, system)."),
+    ] = None,
     no_unclaimed: Annotated[
         bool, typer.Option("--no-unclaimed", help="Skip the big folders no profile claims.")
     ] = False,
@@ -56,11 +62,18 @@ def scan(
             from cachedoctor.quota import quota_table
 
             profiles = profile_set().select(tools or [])
+            if category is not None:
+                from cachedoctor.errors import UserInputError
+                from cachedoctor.profiles.model import CATEGORIES
+
+                if category not in CATEGORIES:
+                    raise UserInputError(f"unknown category {category!r}; known: {', '.join(CATEGORIES)}")
+                profiles = [p for p in profiles if p.category == category]
             report = scan_profiles(
                 profiles,
                 Host.current(),
                 one_file_system=one_file_system,
-                include_unclaimed=not tools and not no_unclaimed,
+                include_unclaimed=not tools and not no_unclaimed and category is None,
                 quotas=quota_table(),
                 progress=progress,
             )
