@@ -626,5 +626,5 @@ def test_the_readme_lists_every_built_in_profile_by_category() -> None:
     readme = (PROFILES_DIR.parent / "README.md").read_text(encoding="utf-8")
     assert f"Built in ({len(PROFILES)})" in readme
     for tool, profile in PROFILES.items():
-        line = next(x for x in readme.splitlines() if x.startswith(f"- **") and f"(`{profile.category}`)" in x)
+        line = next(x for x in readme.splitlines() if x.startswith("- **") and f"(`{profile.category}`)" in x)
         assert f"`{tool}`" in line, f"README does not list {tool} under {profile.category}"

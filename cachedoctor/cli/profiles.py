@@ -20,11 +20,10 @@ def list_profiles(
 ) -> None:
     """Every known tool: its category, whether its caches exist here (where its settings put
     them), and, as a hint only, processes running under its names."""
+    from cachedoctor.errors import UserInputError
     from cachedoctor.host import Host
     from cachedoctor.locate import observe, present
     from cachedoctor.processes import running_processes
-
-    from cachedoctor.errors import UserInputError
     from cachedoctor.profiles.model import CATEGORIES
 
     if category is not None and category not in CATEGORIES:

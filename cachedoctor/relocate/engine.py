@@ -16,7 +16,7 @@ from typing import Any
 from cachedoctor.errors import CachedoctorError, OperationFailed, RefusedError
 from cachedoctor.host import Host
 from cachedoctor.links import link_kind, link_target, points_to, remove_link
-from cachedoctor.relocate import faults, journal, methods
+from cachedoctor.relocate import faults, journal, methods, settle
 from cachedoctor.relocate.copy import (
     ProgressCallback,
     copy_tree,
@@ -136,9 +136,13 @@ def run_move(op: Operation, host: Host, *, progress: ProgressCallback | None = N
                 f"where it was and the copy was removed") from exc
         journal.save(op, "linked")
     journal.save(op, "cleaning")
-    for pair in op.pairs:
+    for index, pair in enumerate(op.pairs):
         if not pair.same_fs:
-            remove_tree(pair.aside(op.id))
+            aside = pair.aside(op.id)
+            if os.path.lexists(aside):
+                outcome.messages += _settled(aside, pair.dest, settle.load(op.id, index))
+            remove_tree(aside)
+    settle.discard(op.id, len(op.pairs))
     op.messages = outcome.messages
     recorded = journal.relocation(op.tool, op.location)
     if recorded is not None and recorded.id == op.id and "history_id" in recorded.settings:
@@ -179,6 +183,9 @@ def _copy_pair(op: Operation, pair: Pair, progress: ProgressCallback | None) -> 
     if os.path.lexists(dst) and not os.path.lexists(partial) and not _empty_real_dir(dst):
         # renamed into place before the interruption -- or put there by something else since:
         # the original is deleted later, so what is there must match it before it is trusted
+        index = op.pairs.index(pair)
+        if settle.load(op.id, index) is None:
+            settle.save(op.id, index, settle.digests(src))
         problems = verify_tree(src, dst, content=op.verify == "hash",
                                mtime_tolerance_ns=_tolerance(dst))
         if problems:
@@ -196,6 +203,8 @@ def _copy_pair(op: Operation, pair: Pair, progress: ProgressCallback | None) -> 
     result = copy_tree(src, partial, progress=progress, durable=True,
                        drop_source_cache=op.verify != "hash")
     make_durable(partial)  # the copy is on stable storage before the original is touched
+    # what the original holds as it is verified: a later write to it is merged, never lost
+    settle.save(op.id, op.pairs.index(pair), settle.digests(src))
     faults.point("verify")
     problems = verify_tree(src, partial, content=op.verify == "hash",
                            mtime_tolerance_ns=_tolerance(partial))
@@ -265,6 +274,7 @@ def _abort(op: Operation, host: Host) -> bool:
     if op.at_least("cleaning"):
         return False
     _rollback_pairs(op, host)
+    settle.discard(op.id, len(op.pairs))
     journal.discard(op)
     return True
 
@@ -328,6 +338,7 @@ def restore_op(op: Operation, host: Host, *, progress: ProgressCallback | None =
     if op.kind == "move" and op.phase != "done":
         if not op.at_least("cleaning"):
             messages = _rollback_pairs(op, host)
+            settle.discard(op.id, len(op.pairs))
             journal.discard(op)
             return Outcome(op.tool, op.location, "restore", "rolled_back", op.method, op.base,
                            _pairs_json(op), messages=messages)
@@ -372,6 +383,7 @@ def _run_restore(op: Operation, host: Host, progress: ProgressCallback | None) -
                 result = copy_tree(pair.dest, partial, progress=progress, durable=True,
                                    drop_source_cache=op.verify != "hash")
                 make_durable(partial)
+                settle.save(op.id, op.pairs.index(pair), settle.digests(pair.dest))
                 faults.point("verify")
                 problems = verify_tree(pair.dest, partial, content=op.verify == "hash",
                                        mtime_tolerance_ns=_tolerance(partial))
@@ -406,9 +418,12 @@ def _run_restore(op: Operation, host: Host, progress: ProgressCallback | None) -
                     f"left {pair.dest} where it is: the link to it was not made by cachedoctor "
                     "(delete it yourself once nothing else uses it)")
                 continue
-            if link_kind(pair.dest) is None:
+            if link_kind(pair.dest) is None and os.path.lexists(pair.dest):
+                index = op.pairs.index(pair)
+                outcome.messages += _settled(pair.dest, pair.source, settle.load(op.id, index))
                 remove_tree(pair.dest)
         _remove_empty_parents(pair.dest, op.dest_root)
+    settle.discard(op.id, len(op.pairs))
     journal.set_relocation(None, op.tool, op.location)
     faults.point("unregistered")
     outcome.history_id = _record_restore(op)
@@ -416,6 +431,17 @@ def _run_restore(op: Operation, host: Host, progress: ProgressCallback | None) -
     journal.discard(op)
     outcome.seconds = time.monotonic() - started
     return outcome
+
+
+def _settled(original: str, new: str, before: settle.Digests | None) -> list[str]:
+    """Merge late writes to `original` into `new` (raises, keeping the original, when it
+    cannot); the message says what was merged."""
+    faults.point("settle")
+    done = settle.settle(original, new, before)
+    if not done.copied:
+        return []
+    shown = ", ".join(done.copied[:5]) + (f" and {len(done.copied) - 5} more" if len(done.copied) > 5 else "")
+    return [f"{len(done.copied)} file(s) written to {original} after it was copied were kept: {shown}"]
 
 
 def _place(op: Operation, pair: Pair) -> list[str]:

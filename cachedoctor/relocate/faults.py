@@ -2,9 +2,12 @@
 
 `CACHEDOCTOR_FAULT_AT=N` makes the process SIGKILL itself at the N-th fault point it passes (every
 copied file, journal write, rename, link and deletion is one); `N:raise` raises OSError(EIO)
-there instead, and `N:sigint` behaves as a Ctrl-C there. A name instead of N (`link`, `swap`, `rename-dest` ...) picks the first point with
-that name. `CACHEDOCTOR_FAULT_REPORT=FILE` writes the number of points passed to FILE at exit.
-Without these variables each point costs one dictionary lookup.
+there instead, `N:sigint` behaves as a Ctrl-C there, `N:sigterm` sends the process SIGTERM, and
+`N:pause` stops there until the test is done acting in that window: it creates
+`$CACHEDOCTOR_FAULT_PAUSE_DIR/paused` and waits for `.../resume`. A name instead of N (`link`,
+`swap`, `rename-dest` ...) picks the first point with that name.
+`CACHEDOCTOR_FAULT_REPORT=FILE` writes the number of points passed to FILE at exit. Without these
+variables each point costs one dictionary lookup.
 """
 
 from __future__ import annotations
@@ -36,6 +39,12 @@ def point(name: str) -> None:
         raise OSError(errno.EIO, f"injected fault at {name}")
     if mode == "sigint":  # as if the user pressed Ctrl-C here
         raise KeyboardInterrupt
+    if mode == "sigterm":
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+    if mode == "pause":
+        _pause()
+        return
     os.kill(os.getpid(), signal.SIGKILL if hasattr(signal, "SIGKILL") else signal.SIGTERM)
 
 
@@ -51,3 +60,14 @@ def _register_report(path: str) -> None:
             fh.write(str(_count))
 
     atexit.register(write)
+
+
+def _pause() -> None:
+    import time
+    from pathlib import Path
+
+    folder = Path(os.environ["CACHEDOCTOR_FAULT_PAUSE_DIR"])
+    (folder / "paused").touch()
+    deadline = time.monotonic() + 120
+    while not (folder / "resume").exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
