@@ -274,3 +274,92 @@ def test_cli_env_set_list_unset(isolated_home):
     assert bad.returncode == 2 and "error: invalid variable name" in bad.stderr
     assert run_cli("env", "unset", "HF_HOME", "--yes").returncode == 0
     assert (isolated_home / ".bashrc").read_text() == BASHRC
+
+
+# ------------------------------------------------------- damaged markers, links, unwritable files
+
+BEGIN, END = posix.BEGIN, posix.END
+
+
+@needs_posix_paths
+@pytest.mark.parametrize("damage", ["end removed", "begin removed", "duplicated block", "swapped"])
+def test_damaged_markers_are_refused_and_the_users_lines_survive(isolated_home, damage):
+    """Reproduces the finding: with its END marker removed, the next two `env set` deleted
+    everything the user added after it; a duplicated block was half updated."""
+    home = isolated_home
+    host = linux_host(home)
+    (home / ".bashrc").write_text(BASHRC)
+    set_variables({"HF_HOME": "/mnt/d/hf"}, host=host)
+    text = (home / ".bashrc").read_text()
+    if damage == "end removed":
+        text = text.replace(END + "\n", "")
+    elif damage == "begin removed":
+        text = text.replace(BEGIN + "\n", "")
+    elif damage == "duplicated block":
+        start = text.index(BEGIN)
+        text = text + text[start:]
+    else:
+        text = text.replace(BEGIN, "@@").replace(END, BEGIN).replace("@@", END)
+    damaged = text + "export MINE=1  # the user's own line, after the block\n"
+    (home / ".bashrc").write_text(damaged)
+    for _ in range(2):
+        with pytest.raises(UserInputError, match=r"\.bashrc:\d+: .*(marker|block|comes before)") as info:
+            set_variables({"HF_HOME": "/mnt/e/hf"}, host=host)
+        assert "nothing was changed" in str(info.value)
+        assert (home / ".bashrc").read_text() == damaged
+    proc = run_cli("env", "set", "TORCH_HOME", "/x", "--yes")
+    assert proc.returncode == 2 and ".bashrc:" in proc.stderr and "Traceback" not in proc.stderr
+
+
+@needs_posix_paths
+def test_every_edited_start_up_file_is_backed_up_first(isolated_home):
+    from cachedoctor.state import state_dir
+
+    home = isolated_home
+    (home / ".bashrc").write_text(BASHRC)
+    result = set_variables({"HF_HOME": "/mnt/d/hf"}, host=linux_host(home))
+    backups = list((state_dir() / "backups" / "env").iterdir())
+    assert [b.read_text() for b in backups] == [BASHRC]
+    assert any("backup of" in m and str(backups[0]) in m for m in result.messages)
+
+
+@needs_posix_paths
+def test_a_linked_dotfile_is_edited_through_the_link_and_a_dangling_one_refused(isolated_home, tmp_path):
+    home = isolated_home
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    (dotfiles / "bashrc").write_text(BASHRC)
+    (home / ".bashrc").symlink_to(dotfiles / "bashrc")
+    set_variables({"HF_HOME": "/mnt/d/hf"}, host=linux_host(home))
+    assert (home / ".bashrc").is_symlink() and BEGIN in (dotfiles / "bashrc").read_text()
+    unset_variables(["HF_HOME"], host=linux_host(home))
+    (home / ".bashrc").unlink()
+    (home / ".profile").symlink_to(tmp_path / "nowhere" / "profile")  # the file that would be made
+    with pytest.raises(UserInputError, match="does not exist; nothing was changed"):
+        set_variables({"TORCH_HOME": "/x"}, host=linux_host(home))
+    assert not (tmp_path / "nowhere").exists() and (home / ".profile").is_symlink()
+
+
+@needs_posix_paths
+def test_a_file_that_cannot_be_written_leaves_every_file_as_it_was(isolated_home, monkeypatch):
+    """An immutable `.zshrc` half-way through: the files written before it are put back."""
+    from cachedoctor import fsutil
+
+    home = isolated_home
+    (home / ".bashrc").write_text(BASHRC)
+    (home / ".zshrc").write_text("# zsh\n")
+    real = fsutil.atomic_write_bytes
+
+    def fails_on_zshrc(path, data, *, mode=None):
+        if str(path).endswith(".zshrc"):
+            raise PermissionError(1, "Operation not permitted", str(path))
+        real(path, data, mode=mode)
+
+    monkeypatch.setattr(fsutil, "atomic_write_bytes", fails_on_zshrc)
+    from cachedoctor.errors import OperationFailed
+
+    with pytest.raises(OperationFailed, match=r"\.zshrc: Operation not permitted"):
+        set_variables({"HF_HOME": "/mnt/d/hf"}, host=linux_host(home))
+    assert (home / ".bashrc").read_text() == BASHRC
+    assert (home / ".zshrc").read_text() == "# zsh\n"
+    assert managed_variables(linux_host(home)) == {}

@@ -216,25 +216,73 @@ def _read(path: Path) -> str | None:
 
 def _posix(store: Mapping[str, str], host: Host, created: list[str], *,
            dry_run: bool) -> tuple[list[str], list[str], list[str]]:
-    from cachedoctor.envvars.posix import plan
-    from cachedoctor.fsutil import atomic_write_bytes, fsync_dir
+    from cachedoctor.envvars.posix import FilePlan, plan
 
     changed = [p for p in plan(store, host, _read, created) if p.changed]
     new_created = [f for f in created if not any(str(p.path) == f and p.after is None for p in changed)]
     new_created += [str(p.path) for p in changed if p.before is None and p.after is not None]
+    messages: list[str] = []
     if not dry_run:
-        for file_plan in changed:
-            target = Path(os.path.realpath(file_plan.path))  # a linked dotfile stays a link
-            if file_plan.after is None:
-                with contextlib.suppress(FileNotFoundError):
-                    target.unlink()
-                fsync_dir(target.parent)
-            else:
-                mode = None if file_plan.before is not None else 0o644
-                atomic_write_bytes(target, file_plan.after.encode("utf-8", "surrogateescape"), mode=mode)
-    messages = [f"{'would update' if dry_run else 'updated'} {p.path}" if p.after is not None
-                else f"{'would remove' if dry_run else 'removed'} {p.path}" for p in changed]
+        targets = [(p, _write_target(p.path)) for p in changed]  # every file checked first
+        for file_plan, target in targets:
+            if file_plan.before is not None:
+                messages.append(f"backup of {file_plan.path}: {_backup(target, file_plan.before)}")
+        done: list[tuple[FilePlan, Path]] = []
+        try:
+            for file_plan, target in targets:
+                _write(target, file_plan.before, file_plan.after)
+                done.append((file_plan, target))
+        except OSError as exc:  # all files or none: put back those already written
+            for file_plan, target in reversed(done):
+                with contextlib.suppress(OSError):
+                    _write(target, file_plan.after, file_plan.before)
+            from cachedoctor.errors import OperationFailed
+
+            raise OperationFailed(f"cannot write {exc.filename or target}: {exc.strerror}; "
+                                  "the start-up files were left as they were") from None
+    messages += [f"{'would update' if dry_run else 'updated'} {p.path}" if p.after is not None
+                 else f"{'would remove' if dry_run else 'removed'} {p.path}" for p in changed]
     return [str(p.path) for p in changed], messages, new_created
+
+
+def _write(target: Path, before: str | None, after: str | None) -> None:
+    from cachedoctor.fsutil import atomic_write_bytes, fsync_dir
+
+    if after is None:
+        with contextlib.suppress(FileNotFoundError):
+            target.unlink()
+        fsync_dir(target.parent)
+    else:
+        mode = None if before is not None else 0o644
+        atomic_write_bytes(target, after.encode("utf-8", "surrogateescape"), mode=mode)
+
+
+def _write_target(path: Path) -> Path:
+    """Where an edit of `path` is written: a linked dotfile's target (the link stays a link);
+    a link to nothing is refused (writing would create the target's folders somewhere else),
+    and so is a file that cannot be written (checked before any file is changed)."""
+    if path.is_symlink() and not path.exists():
+        raise UserInputError(f"{path} is a link to {os.readlink(path)}, which does not exist; "
+                             "nothing was changed", hint="fix or remove the link, then run again")
+    target = Path(os.path.realpath(path))
+    probe = target if target.exists() else target.parent
+    if probe.exists() and not os.access(probe, os.W_OK):
+        raise UserInputError(f"{target} cannot be written (read-only or immutable); nothing was "
+                             "changed")
+    return target
+
+
+def _backup(target: Path, text: str) -> Path:
+    """A copy of a start-up file as it was before cachedoctor edits it."""
+    import time
+
+    from cachedoctor.fsutil import atomic_write_bytes
+    from cachedoctor.state import state_dir
+
+    stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{time.time_ns() % 1_000_000_000:09d}"
+    backup = state_dir() / "backups" / "env" / f"{stamp}-{target.name.lstrip('.')}"
+    atomic_write_bytes(backup, text.encode("utf-8", "surrogateescape"), mode=0o600)
+    return backup
 
 
 def _windows(wanted: Mapping[str, str | None], *, dry_run: bool,

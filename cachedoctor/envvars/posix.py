@@ -74,23 +74,45 @@ def render_block(values: Mapping[str, str], kind: str, newline: str = "\n") -> s
     return newline.join([BEGIN, NOTE, *body, END]) + newline
 
 
+class MarkerError(ValueError):
+    """The file's cachedoctor markers are damaged: a BEGIN without its END (or the reverse), or
+    two blocks. Editing it would guess which lines are ours, and could delete the user's own."""
+
+    def __init__(self, line: int, problem: str) -> None:
+        super().__init__(f"line {line}: {problem}")
+        self.line, self.problem = line, problem
+
+
 def find_block(text: str) -> tuple[int, int] | None:
     """Character span of the managed block, from the start of the BEGIN line through the END
-    line's line break; None when the file has no (complete) block."""
-    start = _marker_line(text, BEGIN, 0)
-    if start is None:
+    line's line break; None when the file has no block. Raises MarkerError when the markers
+    are not exactly one BEGIN followed by one END."""
+    marks = [(m.start(), m.group(1)) for m in _MARKER.finditer(text)]
+    if not marks:
         return None
-    end_line = _marker_line(text, END, start)
-    if end_line is None:
-        return None
+    begins = [pos for pos, kind in marks if kind == BEGIN]
+    ends = [pos for pos, kind in marks if kind == END]
+
+    def line(pos: int) -> int:
+        return text.count("\n", 0, pos) + 1
+
+    if len(begins) > 1 or len(ends) > 1:
+        extra = (begins[1:] or ends[1:])[0]
+        raise MarkerError(line(extra), "a second cachedoctor block starts or ends here; keep one "
+                          f"block ({BEGIN!r} ... {END!r}) and delete the other marker lines")
+    if not begins or not ends:
+        only = (begins or ends)[0]
+        missing = END if begins else BEGIN
+        raise MarkerError(line(only), f"this cachedoctor marker has no matching {missing!r} line; "
+                          "put it back (or delete this marker line) so the block is whole")
+    start, end_line = begins[0], ends[0]
+    if end_line < start:
+        raise MarkerError(line(end_line), f"{END!r} comes before {BEGIN!r}; put them back in order")
     stop = text.find("\n", end_line)
     return start, len(text) if stop < 0 else stop + 1
 
 
-def _marker_line(text: str, marker: str, start: int) -> int | None:
-    for match in re.finditer(rf"^{re.escape(marker)}[ \t]*\r?$", text[start:], re.MULTILINE):
-        return start + match.start()
-    return None
+_MARKER = re.compile(rf"^({re.escape(BEGIN)}|{re.escape(END)})[ \t]*\r?$", re.MULTILINE)
 
 
 def splice(text: str, values: Mapping[str, str], kind: str) -> str:
@@ -169,10 +191,17 @@ def plan(values: Mapping[str, str], host: Host, read: ReadFn,
     for path, kind, ours_by_kind in all_files(host):
         ours = ours_by_kind or str(path) in created
         before = read(path)
-        if path not in targets and (before is None or find_block(before) is None):
-            continue
-        wanted = values if path in targets else {}
-        after: str | None = splice(before or "", wanted, kind)
+        try:
+            if path not in targets and (before is None or find_block(before) is None):
+                continue
+            wanted = values if path in targets else {}
+            after: str | None = splice(before or "", wanted, kind)
+        except MarkerError as exc:
+            from cachedoctor.errors import UserInputError
+
+            raise UserInputError(f"{path}:{exc.line}: {exc.problem}; nothing was changed",
+                                 hint="cachedoctor edits only its own block and will not guess "
+                                      "which lines are yours") from None
         if ours and not (after or "").strip():
             after = None
         if before is None and after == "":
