@@ -21,11 +21,13 @@ from cachedoctor.configedit import (
     ConfigSyntaxError,
     get_in_text,
     read_text,
+    remove_file,
     remove_in_text,
     set_in_text,
     show_key,
     syntax_error,
     unified_diff,
+    write_target,
     write_text,
 )
 from cachedoctor.errors import OperationFailed, RefusedError, UserInputError
@@ -185,6 +187,7 @@ def plan_tune(profile: Profile, preset_id: str | None, host: Host, *, file: str 
         if preset.workspace_file is not None and preset.file is None:
             raise UserInputError(f"preset {preset.id!r} edits a workspace file: pass --workspace DIR")
         raise UserInputError(f"preset {preset.id!r} names no file for {host.os}; pass --file PATH")
+    write_target(target)  # a link to nothing is refused before anything is planned
     before = read_text(target)
     if before is None and not preset.create:
         looked = [str(p) for p in _template_paths(preset, host)] if file is None and workspace is None else []
@@ -357,7 +360,7 @@ def undo_change(change: Change, *, dry_run: bool = False) -> UndoResult:
         if dry_run:
             return result
         if new_text is None:
-            target.unlink()
+            remove_file(target)
         else:
             write_text(target, new_text)
         result.change_id = history.record(

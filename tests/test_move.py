@@ -546,3 +546,55 @@ def test_too_few_inodes_is_caught_in_preflight(profiles: Path, cache: Path, tmp_
         assert os.listdir(drive) == [] and pending() == []
     finally:
         subprocess.run(["umount", "-l", str(drive)], check=False)
+
+
+def _pipc_profile(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    directory = tmp_path / "profiles"
+    write_profile(directory, "pipc", paths="~/.cache/pip", relocate=(
+        "[{method: config, file: {linux: '~/.config/pip/pip.conf'}, format: ini, "
+        "key: cache-dir, section: global}]"))
+    monkeypatch.setenv("CACHEDOCTOR_PROFILES_DIR", str(directory))
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_a_linked_or_crlf_config_file_round_trips_byte_for_byte(
+        newline: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Path,
+        shm: Path) -> None:
+    """Restoring a symlinked pip.conf used to replace the link with a file (the dotfiles copy
+    kept pointing at the deleted DEST); a CRLF file always looked 'edited since the move'."""
+    _pipc_profile(tmp_path, monkeypatch)
+    dotfiles = tmp_path / "dotfiles"
+    dotfiles.mkdir()
+    original = newline.join(["[global]", "# mine", "timeout = 60", ""]).encode()
+    (dotfiles / "pip.conf").write_bytes(original)
+    conf = isolated_home / ".config" / "pip" / "pip.conf"
+    conf.parent.mkdir(parents=True)
+    conf.symlink_to(dotfiles / "pip.conf")
+    (isolated_home / ".cache" / "pip" / "x").parent.mkdir(parents=True)
+    (isolated_home / ".cache" / "pip" / "x").write_text("cached")
+    assert cli("move", "pipc", str(shm), "--yes").returncode == 0
+    assert conf.is_symlink() and b"cache-dir" in (dotfiles / "pip.conf").read_bytes()
+    back = cli("restore", "pipc", "--yes")
+    assert back.returncode == 0, back.stderr
+    assert "edited since" not in back.stderr
+    assert conf.is_symlink() and (dotfiles / "pip.conf").read_bytes() == original
+
+
+def test_a_dangling_config_link_or_an_undecodable_file_is_refused_before_the_copy(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Path, shm: Path) -> None:
+    _pipc_profile(tmp_path, monkeypatch)
+    cache = isolated_home / ".cache" / "pip"
+    cache.mkdir(parents=True)
+    (cache / "x").write_text("cached")
+    conf = isolated_home / ".config" / "pip" / "pip.conf"
+    conf.parent.mkdir(parents=True)
+    conf.symlink_to(tmp_path / "nowhere" / "pip.conf")
+    refused = cli("move", "pipc", str(shm), "--yes")
+    assert refused.returncode == 2 and "does not exist" in refused.stderr, refused.stderr
+    assert not (tmp_path / "nowhere").exists() and (cache / "x").exists()
+    assert not (shm / "pipc").exists()
+    conf.unlink()
+    conf.write_bytes(b"[global]\ntimeout = 60 # caf\xe9\n")  # one Latin-1 byte
+    refused = cli("move", "pipc", str(shm), "--yes")
+    assert refused.returncode == 2 and "not UTF-8" in refused.stderr and "Traceback" not in refused.stderr
+    assert (cache / "x").exists() and not (shm / "pipc").exists()

@@ -328,3 +328,19 @@ def test_builtin_grok_preset_applies_to_realistic_settings(isolated_home, host):
     for setting in preset.settings:
         assert get_key(path, "jsonc", setting.key) == setting.value
     assert plan_tune(profile, preset.id, host).already_tuned
+
+
+def test_tune_refuses_to_write_through_a_dangling_settings_link(isolated_home, tmp_path):
+    """It used to create /nonexistent/... at the link's target, and --undo then deleted the link."""
+    from cachedoctor.configedit import write_target
+    from cachedoctor.errors import UserInputError
+
+    settings = isolated_home / "settings.json"
+    settings.symlink_to(tmp_path / "nonexistent" / "settings.json")
+    with pytest.raises(UserInputError, match="does not exist; nothing was changed"):
+        write_target(settings)
+    from tests.conftest import run_cli
+
+    proc = run_cli("tune", "grok", "--file", str(settings), "--yes")
+    assert proc.returncode == 2 and "does not exist" in proc.stderr
+    assert not (tmp_path / "nonexistent").exists() and settings.is_symlink()

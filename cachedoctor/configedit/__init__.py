@@ -157,17 +157,36 @@ def unified_diff(before: str | None, after: str, name: str) -> str:
     return "".join(lines)
 
 
+def write_target(path: Path) -> Path:
+    """Where writing `path` goes: a symlinked config file's target (dotfile managers: the link
+    stays a link). A link to nothing is refused: writing through it would create the target, and
+    its folders, wherever the link points."""
+    if not path.is_symlink():
+        return path
+    if not path.exists():
+        raise UserInputError(f"{path} is a link to {os.readlink(path)}, which does not exist; "
+                             "nothing was changed", hint="fix or remove the link, then run again")
+    return Path(os.path.realpath(path))
+
+
 def write_text(path: Path, text: str) -> None:
-    """Atomic replace; a symlinked config file (dotfile managers) stays a link to its target."""
+    """Atomic replace through a link (see `write_target`)."""
     from cachedoctor.fsutil import atomic_write_text
 
-    target = Path(os.path.realpath(path)) if path.is_symlink() else path
-    atomic_write_text(target, text)
+    atomic_write_text(write_target(path), text)
+
+
+def remove_file(path: Path) -> None:
+    """Delete a config file cachedoctor created; through a link, the link's target goes and the
+    link itself (the user's) stays."""
+    write_target(path).unlink(missing_ok=True)
 
 
 def _edit(path: Path, fmt: str, key: Key, value: Any, *, section: str | None, create: bool,
           dry_run: bool, remove: bool) -> ConfigEdit:
     path = Path(path)
+    if not dry_run:
+        write_target(path)  # a dangling link is refused before anything is computed
     before = read_text(path)
     if before is None and not create:
         raise UserInputError(f"{path} does not exist")

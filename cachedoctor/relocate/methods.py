@@ -192,10 +192,10 @@ def _apply_config(op: Operation, save: SaveCallback) -> list[str]:
 
 
 def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
+    """The file byte for byte (CRLF kept: a round trip must restore it exactly)."""
+    from cachedoctor.configedit import read_text
+
+    return read_text(path)
 
 
 def revert(op: Operation, host: Host) -> list[str]:
@@ -247,12 +247,12 @@ def _revert_config(op: Operation) -> list[str]:
     if current == before:
         return []
     if s.get("after") is None or current == s["after"]:
-        from cachedoctor.fsutil import atomic_write_text
+        from cachedoctor.configedit import remove_file, write_text
 
         if before is None:
-            path.unlink(missing_ok=True)
+            remove_file(path)
         else:
-            atomic_write_text(path, before)
+            write_text(path, before)  # through a link: the dotfiles copy gets it, the link stays
         return [f"restored {path}"]
     from cachedoctor import configedit  # type: ignore[attr-defined,unused-ignore]
 

@@ -280,9 +280,12 @@ def _world_after(op: Operation, world: World) -> World:
             k: EnvValue(v, "cachedoctor (this move)", True) for k, v in s["vars"].items()})
     if op.method == "policy":
         return with_changes(world, policies={(s["browser"], s["policy"]): (s["value"], "this move")})
-    from cachedoctor.configedit import ConfigSyntaxError, set_in_text
+    from pathlib import Path
 
-    before = world.files.read_text(s["file"])
+    from cachedoctor.configedit import ConfigSyntaxError, read_text, set_in_text, write_target
+
+    write_target(Path(s["file"]))  # a dangling link: refused now, not after the copy
+    before = read_text(Path(s["file"]))  # not UTF-8 (a Latin-1 byte): refused now, not after the copy
     try:
         text = set_in_text(before or "", s["format"], s["key"], s["value"], section=s.get("section"))
     except ConfigSyntaxError as exc:
