@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cachedoctor.errors import OperationFailed
 from cachedoctor.state import ensure, state_dir
 
 SCHEMA = """
@@ -62,9 +63,17 @@ def db_path() -> Path:
     return ensure(state_dir()) / "history.sqlite3"
 
 
+class HistoryDamaged(OperationFailed):
+    """The history database cannot be read or written (damaged, read-only, full disk)."""
+
+
 @contextmanager
 def _connect() -> Iterator[sqlite3.Connection]:
-    conn = sqlite3.connect(db_path(), timeout=10)
+    path = db_path()
+    try:
+        conn = sqlite3.connect(path, timeout=10)
+    except sqlite3.Error as exc:
+        raise _damaged(path, exc) from None
     try:
         conn.execute(SCHEMA)
         columns = {row[1] for row in conn.execute("PRAGMA table_info(changes)")}
@@ -73,8 +82,23 @@ def _connect() -> Iterator[sqlite3.Connection]:
                 conn.execute("ALTER TABLE changes ADD COLUMN undoes INTEGER")
         with conn:
             yield conn
+    except sqlite3.Error as exc:
+        raise _damaged(path, exc) from None
     finally:
         conn.close()
+
+
+def _damaged(path: Path, exc: sqlite3.Error) -> HistoryDamaged:
+    return HistoryDamaged(
+        f"cachedoctor's history database {path} cannot be used ({exc})",
+        hint=f"move it aside (`mv {path} {path}.damaged`) to start a new history; the caches and "
+             "cachedoctor's record of where they are (relocations.json) are not in it")
+
+
+def check() -> None:
+    """Raise HistoryDamaged now, before a change, rather than after its work is done."""
+    with _connect() as conn:
+        conn.execute("SELECT count(*) FROM changes").fetchone()
 
 
 def record(
@@ -130,14 +154,13 @@ def get(change_id: int) -> Change | None:
 
 
 def _change(row: tuple[Any, ...]) -> Change:
-    return Change(
-        row[0],
-        row[1],
-        row[2],
-        row[3],
-        row[4],
-        json.loads(row[5]),
-        json.loads(row[6]),
-        row[7],
-        row[8],
-    )
+    return Change(row[0], row[1], row[2], row[3], row[4], _json(row[5]), _json(row[6]), row[7], row[8])
+
+
+def _json(text: Any) -> dict[str, Any]:
+    """A stored before/after; a damaged one reads as empty (undo then refuses: nothing to use)."""
+    try:
+        data = json.loads(text)
+    except (TypeError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

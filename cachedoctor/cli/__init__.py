@@ -5,20 +5,42 @@ from __future__ import annotations
 import sys
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM or SIGHUP: handled exactly like Ctrl-C (a move in its copy phase rolls back)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _terminate(signum: int, _frame: object) -> None:
+    raise Terminated(signum)
+
+
 def main() -> None:
     if sys.argv[1:] in (["--version"], ["-V"]):
         from cachedoctor import __version__
 
         sys.stdout.write(f"cachedoctor {__version__}\n")
         return
-    import os
+    import signal
 
-    _never_crash_on_encoding()
-    # typer builds a pydantic adapter per option; the plugin search is start-up time we don't use
-    os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    from cachedoctor.cli.app import run
+    for name in ("SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), _terminate)
+    try:
+        import os
 
-    sys.exit(run())
+        _never_crash_on_encoding()
+        # typer builds a pydantic adapter per option; the plugin search is start-up time we don't use
+        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
+        from cachedoctor.cli.app import run
+
+        code = run()
+    except KeyboardInterrupt as exc:  # during start-up, before run() handles it
+        sys.stderr.write("\ninterrupted\n")
+        code = 128 + exc.signum if isinstance(exc, Terminated) else 130
+    sys.exit(code)
 
 
 def _never_crash_on_encoding() -> None:

@@ -9,7 +9,7 @@ from typing import Annotated
 import typer
 
 from cachedoctor.cli.base import OPTIONS, app, warn
-from cachedoctor.errors import EXIT_BAD_INPUT, EXIT_INTERRUPTED, CachedoctorError
+from cachedoctor.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, CachedoctorError
 
 
 @app.callback()
@@ -45,10 +45,15 @@ def _warn_about_unfinished_operations() -> None:
 
     if not journal_dir().is_dir():  # the common case, decided without importing the journal
         return
-    from cachedoctor.relocate.journal import pending_operations
+    from cachedoctor.relocate.journal import damaged, pending_operations
 
     for op in pending_operations():
         warn(f"{op.summary}; finish it with `{op.finish_command}` or roll it back with `{op.rollback_command}`")
+    for file, problem in damaged():
+        op_id = file.rsplit("/", 1)[-1].removesuffix(".json")
+        warn(f"the journal file {file} is damaged ({problem}): an interrupted move or restore "
+             f"cannot be finished from it; its data is in the folders named *.cachedoctor-old-{op_id} "
+             f"or *.cachedoctor-partial-{op_id} (`cachedoctor doctor` finds them)")
 
 
 # Command modules register themselves on `app` when imported, in this order in --help
@@ -74,11 +79,57 @@ def run(argv: list[str] | None = None) -> int:
         else:
             sys.stderr.write(f"error: {exc.format_message()}\n")
         return exc.exit_code or EXIT_BAD_INPUT
-    except (typer.Abort, KeyboardInterrupt):
+    except (typer.Abort, KeyboardInterrupt) as exc:
+        from cachedoctor.cli import Terminated
+
         sys.stderr.write("\ninterrupted\n")
-        return EXIT_INTERRUPTED
+        _tell_what_is_unfinished()
+        return 128 + exc.signum if isinstance(exc, Terminated) else EXIT_INTERRUPTED
     except CachedoctorError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return exc.exit_code
     except BrokenPipeError:
         return 0
+    except OSError as exc:  # a drive turned read-only, full, or failing: say which file, no traceback
+        where = f"{exc.filename}: " if exc.filename else ""
+        sys.stderr.write(f"error: {where}{exc.strerror or exc}\n")
+        _tell_what_is_unfinished()
+        return EXIT_FAILED
+    except (RecursionError, MemoryError) as exc:
+        sys.stderr.write(f"error: the input is too deeply nested or too large ({type(exc).__name__})\n")
+        return EXIT_BAD_INPUT
+    except Exception as exc:
+        log = _crash_log(exc)
+        sys.stderr.write(f"error: unexpected {type(exc).__name__}: {exc}\n"
+                         f"  the details are in {log}; please report it\n")
+        _tell_what_is_unfinished()
+        return EXIT_FAILED
+
+
+def _tell_what_is_unfinished() -> None:
+    """After an interruption or a failure, say where each interrupted operation stands."""
+    try:
+        from cachedoctor.relocate.journal import pending_operations
+
+        for op in pending_operations():
+            sys.stderr.write(f"{op.summary}; nothing is lost: `{op.finish_command}` finishes "
+                             f"it, `{op.rollback_command}` rolls it back\n")
+    except Exception:
+        return
+
+
+def _crash_log(exc: BaseException) -> str:
+    import time
+    import traceback
+
+    from cachedoctor.state import log_dir
+
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    try:
+        folder = log_dir()
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / f"crash-{time.strftime('%Y%m%d-%H%M%S')}.log"
+        path.write_text(text, encoding="utf-8")
+        return str(path)
+    except OSError:
+        return "(the log folder is not writable; the traceback follows)\n" + text

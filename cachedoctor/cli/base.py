@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any
@@ -75,15 +76,27 @@ def stderr_console() -> Console:
     return Console(stderr=True, highlight=False)
 
 
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def printable(text: str) -> str:
+    """`text` safe for a terminal: control characters (an ESC in a file name would recolour or
+    rewrite the screen) and undecodable bytes are shown as escapes, `\\x1b`."""
+    if text.isprintable():
+        return text
+    text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
 def warn(message: str) -> None:
     from rich.markup import escape
 
-    stderr_console().print(f"[yellow]warning:[/yellow] {escape(message)}", soft_wrap=True)
+    stderr_console().print(f"[yellow]warning:[/yellow] {escape(printable(message))}", soft_wrap=True)
 
 
 def info(message: str) -> None:
     """A line for a person on stderr (kept out of stdout so --json and pipes stay clean)."""
-    stderr_console().print(message, markup=False, highlight=False, soft_wrap=True)
+    stderr_console().print(printable(message), markup=False, highlight=False, soft_wrap=True)
 
 
 def emit_json(document: Any) -> None:
@@ -136,6 +149,7 @@ __all__ = [
     "emit_result",
     "exit_with",
     "info",
+    "printable",
     "profile_set",
     "show_progress",
     "stderr_console",

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -73,10 +75,26 @@ def show_key(key: Key) -> str:
 # --- text level ------------------------------------------------------------------------------
 
 
+MAX_TEXT = 64 << 20  # a config file bigger than this is not one: refused, not parsed
+
+
+@contextmanager
+def _bounded(text: str) -> Iterator[None]:
+    """Hostile input ends in a ConfigSyntaxError, never a RecursionError or a memory blow-up:
+    thousands of nested levels, or a huge file."""
+    if len(text) > MAX_TEXT:
+        raise ConfigSyntaxError(f"the file is larger than {MAX_TEXT >> 20} MiB", 1, 1)
+    try:
+        yield
+    except RecursionError:
+        raise ConfigSyntaxError("nested too deeply to be read safely", 1, 1) from None
+
+
 def get_in_text(text: str, fmt: str, key: Key, *, section: str | None = None) -> Any:
     """The value of `key` in `text`; KeyError when absent, ConfigSyntaxError when malformed."""
     spec = get_format(fmt)
-    return spec.get(text, key_path(key, section=section, fmt=spec), section)
+    with _bounded(text):
+        return spec.get(text, key_path(key, section=section, fmt=spec), section)
 
 
 def set_in_text(text: str, fmt: str, key: Key, value: Any, *, section: str | None = None) -> str:
@@ -84,7 +102,8 @@ def set_in_text(text: str, fmt: str, key: Key, value: Any, *, section: str | Non
     malformed input and ValueError when the value cannot go there."""
     spec = writable_format(fmt)
     assert spec.set is not None
-    after = spec.set(text, key_path(key, section=section, fmt=spec), value, section)
+    with _bounded(text):
+        after = spec.set(text, key_path(key, section=section, fmt=spec), value, section)
     if after != text:
         _verify(after, fmt, key, section, value)
     return after
@@ -93,7 +112,8 @@ def set_in_text(text: str, fmt: str, key: Key, value: Any, *, section: str | Non
 def remove_in_text(text: str, fmt: str, key: Key, *, section: str | None = None) -> str:
     spec = writable_format(fmt)
     assert spec.remove is not None
-    after = spec.remove(text, key_path(key, section=section, fmt=spec), section)
+    with _bounded(text):
+        after = spec.remove(text, key_path(key, section=section, fmt=spec), section)
     if after != text:
         _verify(after, fmt, key, section, MISSING)
     return after

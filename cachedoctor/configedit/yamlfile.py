@@ -62,12 +62,22 @@ def load(text: str) -> Any:
         raise ConfigSyntaxError(str(exc).splitlines()[0], 1, 1) from None
 
 
-def plain(data: Any) -> Any:
-    """ruamel's round-trip objects as plain Python data (dict, list, str, int, ...)."""
+MAX_NODES = 1_000_000  # an alias bomb expands past this: refused, not built
+
+
+def plain(data: Any, _budget: list[int] | None = None) -> Any:
+    """ruamel's round-trip objects as plain Python data (dict, list, str, int, ...). Aliases
+    share objects in ruamel's document; written out as plain data they are copied, so a small
+    file of nested aliases (a "billion laughs") is refused once it would exceed MAX_NODES."""
+    budget = _budget if _budget is not None else [MAX_NODES]
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise ConfigSyntaxError("too many values once its aliases are expanded", 1, 1)
     if isinstance(data, dict):
-        return {str(k) if not isinstance(k, (int, float, bool)) else k: plain(v) for k, v in data.items()}
+        return {str(k) if not isinstance(k, (int, float, bool)) else k: plain(v, budget)
+                for k, v in data.items()}
     if isinstance(data, (list, tuple)):
-        return [plain(v) for v in data]
+        return [plain(v, budget) for v in data]
     if isinstance(data, bool) or data is None:
         return data
     if isinstance(data, int):

@@ -155,6 +155,15 @@ def run_doctor(
             GLOBAL_TOOL, None, None, "state-damaged", "error", problem,
             "cachedoctor cannot tell which caches it moved until the file is repaired; it "
             "refuses to change anything that depends on it.", None))
+    from cachedoctor.relocate.journal import damaged
+
+    for file, problem in damaged():
+        report.findings.append(Finding(
+            GLOBAL_TOOL, None, file, "journal-damaged", "error",
+            f"The journal file {file} of an interrupted move or restore is damaged ({problem}).",
+            "The operation cannot be finished or rolled back from it. Its data is complete in "
+            "the folders named after it (*.cachedoctor-old-ID: the original; -partial-ID: an "
+            "incomplete copy), which the stranded-folder findings list.", None))
     journal_checks = {
         (p.id, check.id)
         for p in profiles

@@ -11,6 +11,7 @@ line in `RULES`.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -353,6 +354,58 @@ def unused_old_cache(ctx: RuleContext) -> list[Finding]:
     return out
 
 
+STRANDED = re.compile(r"^(?P<base>.+)\.cachedoctor-(?P<kind>old|partial|removing|conflict)-(?P<id>[0-9T]+-\d+-[0-9a-f]+)$")
+
+
+def stranded_folders(ctx: RuleContext) -> list[Finding]:
+    """Folders an interrupted cachedoctor operation left next to a cache and no journal names
+    any more (a damaged journal, a deleted state folder): the data in them is findable."""
+    pending = {op.id for op in ctx.world.pending.values()}
+    seen: set[str] = set()
+    out = []
+    bases = {p.path for p in (*ctx.picture.places, *(ctx.picture.shell or ()))}
+    bases |= set(ctx.picture.unused)
+    if ctx.picture.record is not None:
+        bases |= {q for pair in ctx.picture.record.pairs for q in (pair.source, pair.dest)}
+    for base in sorted(bases):
+        for candidate in ctx.world.files.glob(f"{_glob_escape(base)}.cachedoctor-*"):
+            match = STRANDED.match(candidate)
+            if match is None or match.group("id") in pending or candidate in seen:
+                continue
+            seen.add(candidate)
+            out.append(_stranded(ctx, candidate, match.group("base"), match.group("kind")))
+    return out
+
+
+def _glob_escape(path: str) -> str:
+    import glob
+
+    return glob.escape(path)
+
+
+def _stranded(ctx: RuleContext, folder: str, base: str, kind: str) -> Finding:
+    host = ctx.world.host
+    what = {
+        "old": "the complete original of a cache, set aside during a move",
+        "partial": "an incomplete copy made during a move or restore (the original is elsewhere)",
+        "removing": "the rest of a copy cachedoctor was deleting",
+        "conflict": "files the tool wrote where a restored cache was put back",
+    }[kind]
+    if kind == "old" and not ctx.world.files.lexists(base):
+        fix: str | None = command(host, "mv", "--", folder, base)
+    elif kind in ("partial", "removing"):
+        fix = command(host, "rm", "-rf", "--", folder)
+    else:
+        fix = None
+    return ctx.finding(
+        "stranded-folder", "warning",
+        f"{folder} is {what}, left by an interrupted cachedoctor operation that no journal "
+        "names any more.",
+        "Nothing deletes it on its own; it takes space, and an `old` folder may be the only "
+        "complete copy of the cache.",
+        fix, path=folder, value=kind)
+
+
 # The profile condition each rule generalises: a profile check of that type already reported
 # the same place, so the rule does not report it twice.
 COVERS: dict[str, str] = {
@@ -378,4 +431,5 @@ RULES: dict[str, Rule] = {
     "over-quota": over_quota,
     "symlink-instead-of-junction": link_kind_wrong,
     "old-cache-unused": unused_old_cache,
+    "stranded-folder": stranded_folders,
 }

@@ -130,9 +130,24 @@ def load_profile_file(path: str | Path) -> Profile:
     return parse_profile(text, name)
 
 
+MAX_PROFILE_BYTES = 1 << 20  # far above any real profile; refused before parsing
+MAX_NODES = 20_000  # values once aliases are expanded (a 340-byte alias bomb has billions)
+MAX_DEPTH = 64
+
+
+class _TooBig(Exception):
+    def __init__(self, line: int, message: str) -> None:
+        self.line, self.message = line, message
+
+
 def parse_profile(text: str, name: str) -> Profile:
+    if len(text) > MAX_PROFILE_BYTES:
+        raise ProfileFileError([ProfileError(
+            name, None, None, f"larger than {MAX_PROFILE_BYTES >> 20} MiB: not a profile")])
     try:
         node = yaml.compose(text, Loader=_YamlLoader)
+    except RecursionError:
+        raise ProfileFileError([ProfileError(name, None, None, "nested too deeply")]) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = mark.line + 1 if mark is not None else None
@@ -146,9 +161,11 @@ def parse_profile(text: str, name: str) -> Profile:
         )
     lines: dict[tuple[Any, ...], int] = {}
     try:
-        data = _to_python(node, (), lines)
+        data = _to_python(node, (), lines, [MAX_NODES])
     except _DuplicateKey as dup:
         raise ProfileFileError([ProfileError(name, dup.line, dup.field, "duplicate key")]) from None
+    except _TooBig as big:
+        raise ProfileFileError([ProfileError(name, big.line, None, big.message)]) from None
     if not isinstance(data, dict):
         raise ProfileFileError(
             [ProfileError(name, 1, None, "expected a mapping with id, name, locations, ...")]
@@ -179,19 +196,28 @@ class _DuplicateKey(Exception):
         self.field, self.line = field, line
 
 
-def _to_python(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int]) -> Any:
-    """Build plain data from a YAML node tree, recording the line of every value."""
-    lines[path] = node.start_mark.line + 1
+def _to_python(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int],
+               budget: list[int]) -> Any:
+    """Build plain data from a YAML node tree, recording the line of every value. Aliases
+    are expanded here, so the number of values and the depth are bounded: an alias bomb (a few
+    hundred bytes that expand to billions of values) is an error, not a machine out of memory."""
+    line = node.start_mark.line + 1
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooBig(line, f"more than {MAX_NODES} values once its aliases are expanded: not a profile")
+    if len(path) > MAX_DEPTH:
+        raise _TooBig(line, f"nested more than {MAX_DEPTH} levels deep: not a profile")
+    lines[path] = line
     if isinstance(node, yaml.MappingNode):
         result: dict[Any, Any] = {}
         for key_node, value_node in node.value:
             key = _scalar(key_node)
             if key in result:
                 raise _DuplicateKey(_dotted((*path, key)), key_node.start_mark.line + 1)
-            result[key] = _to_python(value_node, (*path, key), lines)
+            result[key] = _to_python(value_node, (*path, key), lines, budget)
         return result
     if isinstance(node, yaml.SequenceNode):
-        return [_to_python(item, (*path, i), lines) for i, item in enumerate(node.value)]
+        return [_to_python(item, (*path, i), lines, budget) for i, item in enumerate(node.value)]
     return _scalar(node)
 
 

@@ -150,7 +150,10 @@ def run_move(op: Operation, host: Host, *, progress: ProgressCallback | None = N
     else:
         journal.set_relocation(op, op.tool, op.location)
         faults.point("registered")
-        outcome.history_id = _record_move(op)
+        try:
+            outcome.history_id = _record_move(op)
+        except CachedoctorError as exc:  # the move is done and registered: say so, go on
+            outcome.messages.append(f"the move is done but not in the history: {exc.message}")
         journal.set_relocation(op, op.tool, op.location)
         faults.point("recorded")
     journal.discard(op)
@@ -305,12 +308,16 @@ def _rollback_pairs(op: Operation, host: Host) -> list[str]:
             if not _is_real_dir(src):
                 raise OperationFailed(f"cannot roll back: {src} is missing")
             remove_tree(pair.partial(op.id, "move"))
+            removing = f"{dst}.cachedoctor-removing-{op.id}"
+            remove_tree(removing)  # a rollback killed while deleting the copy: finish that
             if os.path.lexists(dst) and link_kind(dst) is None:
                 # only our own copy goes: something else put there after an interruption stays
                 if verify_tree(src, dst, content=False, mtime_tolerance_ns=_tolerance(dst)):
                     messages.append(f"left {dst} in place: it is not a copy of {src}")
                 else:
-                    remove_tree(dst)
+                    # renamed first, so a kill half-way leaves a folder named for what it is
+                    _rename(dst, removing, "unplace")
+                    remove_tree(removing)
         _remove_empty_parents(dst, op.dest_root)
     return messages
 
@@ -426,7 +433,10 @@ def _run_restore(op: Operation, host: Host, progress: ProgressCallback | None) -
     settle.discard(op.id, len(op.pairs))
     journal.set_relocation(None, op.tool, op.location)
     faults.point("unregistered")
-    outcome.history_id = _record_restore(op)
+    try:
+        outcome.history_id = _record_restore(op)
+    except CachedoctorError as exc:
+        outcome.messages.append(f"the restore is done but not in the history: {exc.message}")
     faults.point("recorded")
     journal.discard(op)
     outcome.seconds = time.monotonic() - started

@@ -126,10 +126,14 @@ def new_id() -> str:
 
 def save(op: Operation, phase: str | None = None) -> None:
     """Durably record `op` (at `phase`, if given) before the phase's work begins."""
+    from cachedoctor.relocate import faults
+
     if phase is not None:
         op.phase = phase
     op.updated = time.time()
+    faults.point("journal")
     atomic_write_text(_file(op.id), json.dumps(op.to_json(), indent=2, ensure_ascii=False) + "\n")
+    faults.point("journal-done")
 
 
 def discard(op: Operation) -> None:
@@ -140,18 +144,40 @@ def discard(op: Operation) -> None:
         fsync_dir(journal_dir())
 
 
-def load_all() -> list[Operation]:
-    """Every unfinished operation; unreadable journal files are skipped (and left alone)."""
+def _journal_files() -> list[Path]:
     directory = journal_dir()
     if not directory.is_dir():
         return []
+    return sorted(p for p in directory.glob("*.json") if not p.name.endswith(".settle.json"))
+
+
+def _load(path: Path) -> Operation:
+    return Operation.from_json(json.loads(path.read_text(encoding="utf-8")))
+
+
+def load_all() -> list[Operation]:
+    """Every unfinished operation; damaged journal files are left out (and left alone: see
+    `damaged`, which every command reports)."""
     found = []
-    for path in sorted(directory.glob("*.json")):
+    for path in _journal_files():
         try:
-            found.append(Operation.from_json(json.loads(path.read_text(encoding="utf-8"))))
+            found.append(_load(path))
         except (OSError, ValueError, TypeError, KeyError):
             continue
     return found
+
+
+def damaged() -> list[tuple[str, str]]:
+    """(file, what is wrong) for every journal file that cannot be read: the operation it
+    recorded is unfinished, and its folders (`*.cachedoctor-old-<id>`, `-partial-<id>`, named
+    after the file) hold the data."""
+    out = []
+    for path in _journal_files():
+        try:
+            _load(path)
+        except (OSError, ValueError, TypeError, KeyError) as exc:
+            out.append((str(path), f"{type(exc).__name__}: {exc}"))
+    return out
 
 
 def find(tool: str, location: str) -> Operation | None:
@@ -234,13 +260,19 @@ def relocation(tool: str, location: str) -> Operation | None:
 
 
 def set_relocation(op: Operation | None, tool: str, location: str) -> None:
-    """Record (or with None forget) the completed relocation of tool/location."""
-    data = relocations()
-    key = f"{tool}/{location}"
-    if op is None:
-        data.pop(key, None)
-    else:
-        entry = op.to_json()
-        entry["phase"] = "done"
-        data[key] = entry
-    atomic_write_text(registry_file(), json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    """Record (or with None forget) the completed relocation of tool/location. Read, changed
+    and written under the registry's lock: two moves of two tools at once keep both records."""
+    from cachedoctor.locking import exclusive
+    from cachedoctor.relocate import faults
+
+    with exclusive("registry:relocations", wait=30.0, what="the relocation registry"):
+        data = relocations()
+        key = f"{tool}/{location}"
+        if op is None:
+            data.pop(key, None)
+        else:
+            entry = op.to_json()
+            entry["phase"] = "done"
+            data[key] = entry
+        faults.point("registry")
+        atomic_write_text(registry_file(), json.dumps(data, indent=2, ensure_ascii=False) + "\n")

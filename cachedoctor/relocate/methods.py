@@ -145,6 +145,8 @@ def _link(source: str, dest: str, kind: LinkKind) -> None:
 
 
 def _apply_env(op: Operation, host: Host, save: SaveCallback) -> list[str]:
+    from cachedoctor import envvars
+
     s = op.settings
     if s["scope"] == "service":
         lines = ["this cache is used by a service: change the service's environment yourself:"]
@@ -152,26 +154,20 @@ def _apply_env(op: Operation, host: Host, save: SaveCallback) -> list[str]:
         lines += [f"  {line}" for line in s.get("service") or []]
         s["applied"] = False
         return lines
-    try:
-        from cachedoctor import envvars  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        s["applied"] = False
-        return ["set these variables persistently yourself (cachedoctor env is not available):"] + [
-            f"  {k}={v}" for k, v in s["vars"].items()
-        ]
-    s["applied"] = True
-    save()
+    if "env_before" not in s:
+        # what cachedoctor managed before, recorded BEFORE anything changes: a resumed move must
+        # not take its own half-applied values for the state to go back to
+        managed = envvars.managed_variables(host)
+        s["env_before"] = {name: managed.get(name) for name in s["vars"]}
+        s["applied"] = True
+        save()
     faults.point("apply")
     result = envvars.set_variables(dict(s["vars"]), host=host, tool=op.tool)
-    s["env_before"] = dict(getattr(result, "before", {}) or {})
-    save()
-    messages = [str(m) for m in getattr(result, "messages", [])]
-    changed = getattr(result, "files_changed", [])
-    if changed:
-        messages.append("changed: " + ", ".join(map(str, changed)))
-    apply_now = getattr(result, "apply_now", "")
-    if apply_now:
-        messages.append(f"to use it in this shell now: {apply_now}")
+    messages = list(result.messages)
+    if result.files_changed:
+        messages.append("changed: " + ", ".join(result.files_changed))
+    if result.apply_now:
+        messages.append(f"to use it in this shell now: {result.apply_now}")
     return messages
 
 
@@ -181,7 +177,7 @@ def _apply_config(op: Operation, save: SaveCallback) -> list[str]:
     if "before" not in s:
         s["before"] = _read(path)
         save()
-    from cachedoctor import configedit  # type: ignore[attr-defined,unused-ignore]
+    from cachedoctor import configedit
 
     faults.point("apply")
     edit = configedit.set_key(path, s["format"], s["key"], s["value"], section=s.get("section"),
@@ -218,14 +214,14 @@ def revert(op: Operation, host: Host) -> list[str]:
             if s.get("scope") == "service":
                 return ["undo the service environment change you made for: " + ", ".join(s["vars"])]
             return ["remove these variables if you set them: " + ", ".join(s["vars"])]
-        from cachedoctor import envvars  # type: ignore[attr-defined,unused-ignore]
+        from cachedoctor import envvars
 
         before = s.get("env_before")
         if isinstance(before, dict) and set(before) == set(s["vars"]):
             result = envvars.revert(before, host=host)
         else:
             result = envvars.unset_variables(list(s["vars"]), host=host, tool=op.tool)
-        return [str(m) for m in getattr(result, "messages", [])]
+        return list(result.messages)
     if op.method == "policy":
         from cachedoctor.relocate import policy
 
@@ -254,7 +250,7 @@ def _revert_config(op: Operation) -> list[str]:
         else:
             write_text(path, before)  # through a link: the dotfiles copy gets it, the link stays
         return [f"restored {path}"]
-    from cachedoctor import configedit  # type: ignore[attr-defined,unused-ignore]
+    from cachedoctor import configedit
 
     configedit.remove_key(path, s["format"], s["key"], section=s.get("section"))
     return [f"{path} was edited since the move; removed only {s['key']}"]

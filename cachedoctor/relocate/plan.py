@@ -366,12 +366,31 @@ def _preflight(plan: MovePlan, profile: Profile, host: Host, *, force: bool,
                               hint="fix the permissions (or run as the owner) and try again")
     check_room(drive.mount if drive else op.dest_root, existing, plan.free_bytes,
                plan.needed_bytes, needed_inodes)
+    from cachedoctor import history
     from cachedoctor.inuse import check_not_in_use
 
+    history.check()  # a damaged history database stops the move before, not after, the copy
+    _check_movable(op)
     warning = check_not_in_use([p.source for p in op.pairs], force=force,
                                what=f"the {profile.name} cache ({op.location})")
     if warning:
         plan.warnings.append(warning)
+
+
+def _check_movable(op: Operation) -> None:
+    """What would otherwise fail after the whole copy: a cache folder that is a mount point
+    (it cannot be renamed aside), or one whose parent cannot be written (it cannot be replaced
+    by the link)."""
+    for pair in op.pairs:
+        if os.path.ismount(pair.source):
+            raise RefusedError(f"{pair.source} is a mount point: it cannot be moved aside and "
+                               "replaced; nothing was changed",
+                               hint="move what is mounted there with your system's own tools, "
+                                    "or relocate the folder above it")
+        parent = os.path.dirname(pair.source) or "."
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise RefusedError(f"cannot write to {parent}, which holds {pair.source}; nothing "
+                               "was changed", hint="fix the permissions (or run as the owner)")
 
 
 def check_room(where: str, path: str, free_bytes: int | None, needed_bytes: int,

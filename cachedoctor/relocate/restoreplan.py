@@ -91,8 +91,10 @@ def _preflight(plan: RestorePlan, profile: Profile, host: Host, *, force: bool) 
         plan.free_bytes = drive.free_bytes if drive is not None else None
         check_room(drive.mount if drive else original, nearest_existing(original),
                    plan.free_bytes, plan.needed_bytes, needed_inodes)
+    from cachedoctor import history
     from cachedoctor.inuse import check_not_in_use
 
+    history.check()
     folders = [p.source for p in op.pairs] + [p.dest for p in op.pairs if os.path.isdir(p.dest)]
     warning = check_not_in_use(folders, force=force, what=f"the {profile.name} cache ({op.location})")
     if warning:
