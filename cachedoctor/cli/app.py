@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from cachedoctor.cli.base import OPTIONS, app, warn
+from cachedoctor.cli.base import OPTIONS, Interrupted, app, warn
 from cachedoctor.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, CachedoctorError
 
 
@@ -72,6 +72,8 @@ def run(argv: list[str] | None = None) -> int:
         return result if isinstance(result, int) else 0
     except typer.Exit as exc:
         return exc.exit_code
+    except Interrupted as exc:
+        return _interrupted(exc.cause)
     except typer.TyperException as exc:  # usage errors: typer prints them with the usage line
         show = getattr(exc, "show", None)
         if callable(show):
@@ -79,12 +81,10 @@ def run(argv: list[str] | None = None) -> int:
         else:
             sys.stderr.write(f"error: {exc.format_message()}\n")
         return exc.exit_code or EXIT_BAD_INPUT
-    except (typer.Abort, KeyboardInterrupt) as exc:
-        from cachedoctor.cli import Terminated
-
-        sys.stderr.write("\ninterrupted\n")
-        _tell_what_is_unfinished()
-        return 128 + exc.signum if isinstance(exc, Terminated) else EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc)
+    except typer.Abort:
+        return _interrupted(KeyboardInterrupt())
     except CachedoctorError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return exc.exit_code
@@ -104,6 +104,16 @@ def run(argv: list[str] | None = None) -> int:
                          f"  the details are in {log}; please report it\n")
         _tell_what_is_unfinished()
         return EXIT_FAILED
+
+
+def _interrupted(exc: KeyboardInterrupt) -> int:
+    """Ctrl-C, SIGTERM or SIGHUP: say so, and where any interrupted operation stands (a move in
+    its copy phase has already rolled back; a later phase is left to finish or roll back)."""
+    from cachedoctor.cli import Terminated
+
+    sys.stderr.write("\ninterrupted\n")
+    _tell_what_is_unfinished()
+    return 128 + exc.signum if isinstance(exc, Terminated) else EXIT_INTERRUPTED
 
 
 def _tell_what_is_unfinished() -> None:

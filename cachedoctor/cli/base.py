@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from typer.core import TyperGroup
 
 from cachedoctor.errors import EXIT_BAD_INPUT, UserInputError
 
@@ -22,7 +23,25 @@ if TYPE_CHECKING:
 
     from cachedoctor.profiles.loader import ProfileSet
 
+class Interrupted(Exception):
+    """Ctrl-C (or SIGTERM/SIGHUP) raised inside a command, carried past typer, which would turn
+    it into a silent exit code, to the one place that says what happened."""
+
+    def __init__(self, cause: KeyboardInterrupt) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+class _Group(TyperGroup):
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt as exc:
+            raise Interrupted(exc) from exc
+
+
 app = typer.Typer(
+    cls=_Group,
     name="cachedoctor",
     help="Find, measure, relocate, tune and clean the caches that fill your system drive.",
     no_args_is_help=True,
@@ -61,19 +80,27 @@ def profile_set() -> ProfileSet:
     return OPTIONS._profiles
 
 
+def _console(**options: Any) -> Console:
+    """A rich Console that shows every string it renders (print, table cells, tree labels)
+    through `printable`: a file name holding an ESC sequence is displayed, never obeyed."""
+    from rich.console import Console
+
+    class SafeConsole(Console):
+        def render_str(self, text: str, **kwargs: Any) -> Any:
+            return super().render_str(printable(text), **kwargs)
+
+    return SafeConsole(**options)
+
+
 def stdout_console() -> Console:
     """Rich output for stdout. Piped output is not cut to 80 columns: a table keeps its natural
     width so `cachedoctor scan | less` or a log shows whole paths."""
-    from rich.console import Console
-
     width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 4096
-    return Console(highlight=False, soft_wrap=False, width=width)
+    return _console(highlight=False, soft_wrap=False, width=width)
 
 
 def stderr_console() -> Console:
-    from rich.console import Console
-
-    return Console(stderr=True, highlight=False)
+    return _console(stderr=True, highlight=False)
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")

@@ -174,6 +174,8 @@ def plan_move(profile: Profile, location: Location, host: Host, dest: str, *,
         return MovePlan(pending, resumes=True)
 
     world = world if world is not None else observe(host)
+    if world.problems:  # a damaged registry: a move would overwrite what it still records
+        raise OperationFailed("; ".join(world.problems) + "; nothing was changed")
     base = base_folder(dest_root, profile, location)
     relocation = choose_method(location, host, method)
     pic = picture(profile, location.id, world)
