@@ -221,3 +221,45 @@ def is_within(child: str | os.PathLike[str], parent: str | os.PathLike[str]) -> 
     """True when `child` is `parent` or below it (lexically, after normalisation)."""
     c, p = Path(os.path.abspath(child)), Path(os.path.abspath(parent))
     return c == p or p in c.parents
+
+
+# --- where `clean` may act at all -------------------------------------------------------------
+
+_USER_ROOTS: dict[str, tuple[str, ...]] = {
+    "linux": ("${XDG_CACHE_HOME:-~/.cache}", "${XDG_DATA_HOME:-~/.local/share}",
+              "${XDG_CONFIG_HOME:-~/.config}", "${XDG_STATE_HOME:-~/.local/state}",
+              "${TMPDIR:-/tmp}", "/var/tmp"),
+    "macos": ("~/Library/Caches", "~/Library/Application Support", "~/Library/Logs",
+              "~/Library/Developer", "${XDG_CACHE_HOME:-~/.cache}", "${TMPDIR:-/tmp}", "/var/tmp"),
+    "windows": ("%LOCALAPPDATA%", "%APPDATA%", "%TEMP%"),
+}
+_USER_ROOTS["wsl"] = _USER_ROOTS["linux"]
+_SHARED_TEMP = ("/tmp", "/var/tmp", "/private/tmp", "/private/var/tmp")
+
+
+def user_roots(host: Host) -> list[str]:
+    """The user's own cache, data, config, state and temp folders on `host`."""
+    from cachedoctor.resolve import try_expand
+
+    return [r for t in _USER_ROOTS.get(host.os, ()) if (r := try_expand(t, host))]
+
+
+def clean_refusal(path: str, host: Host, *, declared: list[str], reason: str | None) -> str | None:
+    """Why `clean` must not act at `path`, or None. Allowed: below the user's own cache, data,
+    config, state and temp folders, and the folders the built-in profiles declare (`declared`);
+    elsewhere only when the location says why (`reason`, a user profile's explicit choice).
+    In a shared temp folder (/tmp), only what belongs to this user."""
+    inside = [r for r in (*user_roots(host), *declared) if _within(path, r, host)]
+    if not inside and reason is None:
+        return ("outside your cache, data, config and temp folders and not a folder any built-in "
+                "profile declares; a profile that really means it says so with `outside_user_roots`")
+    if not host.is_windows and hasattr(os, "geteuid"):
+        for temp in _SHARED_TEMP:
+            if _within(path, temp, host) and _norm(path, host) != _norm(temp, host):
+                try:
+                    owner = os.lstat(path).st_uid
+                except OSError:
+                    return None
+                if owner != os.geteuid():
+                    return f"in the shared temp folder {temp} and owned by another user (uid {owner})"
+    return None

@@ -347,6 +347,11 @@ class Location(_Model):
         "means (`wsl --manage <distro> --move D:\\wsl`): shown by `move` and `which` when "
         "cachedoctor must not move it itself.",
     )
+    outside_user_roots: str | None = Field(
+        default=None,
+        description="Why `clean` may act outside the user's cache, data, config and temp folders "
+        "(a user profile's explicit choice; built-in profiles' folders are allowed as declared).",
+    )
     units: list[UnitSpec] = Field(
         default_factory=list,
         description="What one listable, deletable item of this location is.",
