@@ -20,10 +20,12 @@ from cachedoctor.configedit import (
     MISSING,
     ConfigSyntaxError,
     get_in_text,
+    get_many_in_text,
     read_text,
     remove_file,
     remove_in_text,
     set_in_text,
+    set_many_in_text,
     show_key,
     syntax_error,
     unified_diff,
@@ -197,15 +199,11 @@ def plan_tune(profile: Profile, preset_id: str | None, host: Host, *, file: str 
             hint="is the tool installed and started once? or point at the file with --file PATH",
         )
     text = before or ""
-    changes: list[SettingChange] = []
     try:
-        for setting in preset.settings:
-            try:
-                old = get_in_text(text, preset.format, setting.key) if text.strip() else MISSING
-            except KeyError:
-                old = MISSING
-            changes.append(SettingChange(setting.key, old, setting.value))
-            text = set_in_text(text, preset.format, setting.key, setting.value)
+        keys = [s.key for s in preset.settings]
+        olds = get_many_in_text(text, preset.format, keys) if text.strip() else [MISSING] * len(keys)
+        changes = [SettingChange(s.key, old, s.value) for s, old in zip(preset.settings, olds, strict=True)]
+        text = set_many_in_text(text, preset.format, [(s.key, s.value) for s in preset.settings])
     except ConfigSyntaxError as exc:
         raise syntax_error(target, exc) from None
     except ValueError as exc:
@@ -257,6 +255,15 @@ def backup_dir() -> Path:
     return state_dir() / "backups" / "tune"
 
 
+INLINE_TEXT = 256 << 10  # bigger files live in the backup only (the history keeps their hash)
+
+
+def _inline(text: str | None) -> str | None:
+    """A file's text for the history record: small files inline; a big one only by its backup
+    and SHA-256, so a 20 MB settings.json is not copied into the database twice."""
+    return text if text is None or len(text) <= INLINE_TEXT else None
+
+
 def _lock(target: Path) -> Any:
     import os
 
@@ -291,13 +298,15 @@ def apply_tune(plan: TunePlan, *, dry_run: bool = False) -> TuneResult:
         change_id = history.record(
             "tune", f"tune {plan.tool} --preset {plan.preset.id}: {target}", tool=plan.tool,
             before={
-                "file": str(target), "existed": plan.before_text is not None, "text": plan.before_text,
+                "file": str(target), "existed": plan.before_text is not None,
+                "text": _inline(plan.before_text),
                 "sha256": sha256_text(plan.before_text), "backup": str(backup) if backup else None,
                 "values": [{"key": c.key, "present": c.before is not MISSING,
                             "value": None if c.before is MISSING else c.before} for c in plan.changes],
             },
             after={
-                "file": str(target), "text": plan.after_text, "sha256": sha256_text(plan.after_text),
+                "file": str(target), "text": _inline(plan.after_text),
+                "sha256": sha256_text(plan.after_text),
                 "preset": plan.preset.id, "format": plan.format,
                 "values": [{"key": c.key, "present": True, "value": c.after} for c in plan.changes],
             },

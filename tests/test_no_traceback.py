@@ -219,6 +219,30 @@ def test_a_deeply_nested_cache_does_not_end_in_a_recursion_error(foo: Path, shm_
         path += "/d"
         os.mkdir(path)
     Path(path, "leaf").write_text("bottom")
+    try:
+        _move_and_restore_deep(foo, shm_dest)
+    finally:  # pytest's own clean-up of old temp folders recurses too: leave nothing this deep
+        for holder in [*foo.parent.glob("foo*"), *shm_dest.glob("foo*")]:
+            if holder.is_dir() and not holder.is_symlink():
+                _remove_deep(holder / "deep")
+
+
+def _remove_deep(top: Path) -> None:
+    path = str(top)
+    while os.path.isdir(path) and not os.path.islink(path):
+        inner = path + "/d"
+        if os.path.isdir(inner):
+            path = inner
+            continue
+        for name in os.listdir(path):
+            os.unlink(os.path.join(path, name))
+        os.rmdir(path)
+        if path == str(top):
+            return
+        path = path.rsplit("/", 1)[0]
+
+
+def _move_and_restore_deep(foo: Path, shm_dest: Path) -> None:
     moved = cli("move", "foo", str(shm_dest), "--yes")
     no_traceback(moved)
     if moved.returncode == 0:

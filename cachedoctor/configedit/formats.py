@@ -26,6 +26,8 @@ class Format:
     remove: Callable[[str, KeyPath, str | None], str] | None = None
     flat: bool = False  # one level of keys (INI, .npmrc, .properties)
     sections: bool = False  # `section` is an INI section, not a leading key
+    # several keys with one parse (big files); None: `get` is called once per key
+    get_many: Callable[[str, list[KeyPath], str | None], list[Any]] | None = None
 
     @property
     def writable(self) -> bool:

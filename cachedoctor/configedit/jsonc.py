@@ -10,106 +10,103 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from cachedoctor.configedit.common import ConfigSyntaxError, position
 from cachedoctor.configedit.formats import Format
 
 KeyPath = list[str]
-
-_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
 
-
-@dataclass
-class Token:
-    kind: str  # one of { } [ ] : , string number literal
-    start: int
-    end: int
-    value: Any = None
-
-
-@dataclass
-class Node:
-    start: int
-    end: int
-    value: Any = None  # plain Python value of the whole node
-
-
-@dataclass
-class Member:
-    key: str
-    key_start: int
-    value: Node
-    comma: int | None = None  # index of the comma after the value, if any
+# JSON with comments is first turned into strict JSON of the SAME length (each comment and each
+# trailing comma becomes blanks, line breaks kept), so every offset, line and column stays the
+# original's. The document is then read by the C scanner of the standard json module: an object
+# is split into its members (key spans, value spans, commas) only where an edit needs it, and
+# every value is decoded (and checked) by json's raw_decode, not token by token in Python.
+_JSONC = re.compile(
+    r"""(?P<string>"(?:[^"\\\n]|\\.)*")
+      | (?P<comment>//[^\n]*|/\*[\s\S]*?\*/)
+      | (?P<comma>,)(?=(?:\s|//[^\n]*|/\*[\s\S]*?\*/)*[}\]])
+    """,
+    re.VERBOSE,
+)
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
 
 
-@dataclass
-class ObjectNode(Node):
-    members: list[Member] = field(default_factory=list)
+class Source(str):
+    """Strict JSON text of the original's length, remembering where trailing commas were
+    blanked (an edit keeps the file's habit of writing them)."""
+
+    trailing_commas: frozenset[int] = frozenset()
 
 
-@dataclass
-class ArrayNode(Node):
-    items: list[Node] = field(default_factory=list)
-    trailing_comma: bool = False
-
-
-def tokenize(text: str, *, comments: bool) -> list[Token]:
-    tokens: list[Token] = []
-    i, n = 0, len(text)
-    while i < n:
-        ch = text[i]
-        if ch in " \t\r\n\ufeff":
-            i += 1
-        elif ch == "/" and comments and text.startswith("//", i):
-            end = text.find("\n", i)
-            i = n if end < 0 else end
-        elif ch == "/" and comments and text.startswith("/*", i):
-            end = text.find("*/", i + 2)
-            if end < 0:
-                raise _error(text, i, "unterminated /* comment")
-            i = end + 2
-        elif ch in "{}[]:,":
-            tokens.append(Token(ch, i, i + 1))
-            i += 1
-        elif ch == '"':
-            end = _string_end(text, i)
-            try:
-                value = json.loads(text[i:end])
-            except json.JSONDecodeError as exc:
-                raise _error(text, i + exc.pos, f"invalid string: {exc.msg}") from None
-            tokens.append(Token("string", i, end, value))
-            i = end
-        else:
-            match = _NUMBER.match(text, i)
-            if match and match.end() > i:
-                tokens.append(Token("number", i, match.end(), json.loads(match.group())))
-                i = match.end()
-                continue
-            word = re.match(r"[A-Za-z_]+", text[i:])
-            if word and word.group() in _LITERALS:
-                tokens.append(Token("literal", i, i + len(word.group()), _LITERALS[word.group()]))
-                i += len(word.group())
-                continue
-            raise _error(text, i, f"unexpected character {ch!r}")
-    return tokens
-
-
-def _string_end(text: str, start: int) -> int:
-    i = start + 1
-    while i < len(text):
-        ch = text[i]
-        if ch == "\\":
-            i += 2
+def strict_text(text: str, *, jsonc: bool) -> Source:
+    """`text` as strict JSON of the same length: a BOM, comments and trailing commas (JSONC) as
+    blanks. Strict JSON keeps its comments, which the parser then reports as errors."""
+    body = " " + text[1:] if text.startswith("\ufeff") else text
+    if not jsonc or ("/" not in body and not re.search(r",\s*[}\]]", body)):
+        return Source(body)
+    parts: list[str] = []
+    commas: set[int] = set()
+    last = 0
+    for match in _JSONC.finditer(body):
+        kind = match.lastgroup
+        if kind == "string":
             continue
-        if ch == '"':
-            return i + 1
-        if ch == "\n":
-            break
-        i += 1
-    raise _error(text, start, "unterminated string")
+        start, end = match.span()
+        parts.append(body[last:start])
+        if kind == "comment":
+            parts.append(re.sub(r"[^\r\n]", " ", match.group()))
+        else:
+            parts.append(" ")
+            commas.add(start)
+        last = end
+    parts.append(body[last:])
+    source = Source("".join(parts))
+    source.trailing_commas = frozenset(commas)
+    return source
+
+
+class Node:
+    """A value of the document: its span, and its plain Python value."""
+
+    __slots__ = ("_value", "end", "start")
+
+    def __init__(self, start: int, end: int, value: Any) -> None:
+        self.start, self.end, self._value = start, end, value
+
+    @property
+    def value(self) -> Any:
+        return self._value
+
+
+class Member:
+    __slots__ = ("comma", "key", "key_start", "value")
+
+    def __init__(self, key: str, key_start: int, value: Node, comma: int | None = None) -> None:
+        self.key, self.key_start, self.value, self.comma = key, key_start, value, comma
+
+
+class ObjectNode(Node):
+    """An object; its members are split out of its span the first time they are asked for."""
+
+    __slots__ = ("_members", "_source")
+
+    def __init__(self, start: int, end: int, value: Any, source: str) -> None:
+        super().__init__(start, end, value)
+        self._source = source
+        self._members: list[Member] | None = None
+
+    @property
+    def members(self) -> list[Member]:
+        if self._members is None:
+            self._members = _split_members(self._source, self.start)
+        return self._members
+
+    def member(self, key: str) -> Member | None:
+        return next((m for m in reversed(self.members) if m.key == key), None)
 
 
 def _error(text: str, index: int, message: str) -> ConfigSyntaxError:
@@ -117,102 +114,80 @@ def _error(text: str, index: int, message: str) -> ConfigSyntaxError:
     return ConfigSyntaxError(message, line, col)
 
 
-class _Parser:
-    def __init__(self, text: str, *, comments: bool, trailing_commas: bool) -> None:
-        self.text = text
-        self.tokens = tokenize(text, comments=comments)
-        self.pos = 0
-        self.trailing_commas = trailing_commas
+def _skip(source: str, i: int) -> int:
+    match = _WS.match(source, i)
+    return match.end() if match else i
 
-    def peek(self) -> Token | None:
-        return self.tokens[self.pos] if self.pos < len(self.tokens) else None
 
-    def take(self, kind: str | None = None, what: str = "a value") -> Token:
-        token = self.peek()
-        if token is None:
-            raise _error(self.text, len(self.text), f"unexpected end of file: expected {what}")
-        if kind is not None and token.kind != kind:
-            raise _error(self.text, token.start, f"expected {what}, found {self._show(token)}")
-        self.pos += 1
-        return token
+def _node(source: str, start: int) -> Node:
+    """The value starting at `start` (after blanks), decoded by the C scanner."""
+    try:
+        value, end = _DECODER.raw_decode(source, start)
+    except json.JSONDecodeError as exc:
+        raise _decode_error(source, exc) from None
+    except RecursionError:
+        raise _error(source, start, "nested too deeply to be read safely") from None
+    if source.startswith("{", start):
+        return ObjectNode(start, end, value, source)
+    return Node(start, end, value)
 
-    def _show(self, token: Token) -> str:
-        return repr(self.text[token.start:token.end][:20])
 
-    def document(self) -> Node:
-        node = self.value()
-        extra = self.peek()
-        if extra is not None:
-            raise _error(self.text, extra.start, f"unexpected {self._show(extra)} after the top-level value")
-        return node
+def _decode_error(source: str, exc: json.JSONDecodeError) -> ConfigSyntaxError:
+    """json's message, placed where a person looks: an unterminated string at its opening
+    quote, a trailing comma (strict JSON) named as such."""
+    pos, msg = exc.pos, exc.msg
+    if msg.startswith(("Invalid control character", "Unterminated string")):
+        line_start = source.rfind("\n", 0, pos) + 1
+        quote = source.rfind('"', line_start, pos)
+        return _error(source, quote if quote >= 0 else pos, "unterminated string")
+    before = source[:pos].rstrip()
+    if before.endswith(",") and source[pos:pos + 1] in ("}", "]"):
+        return _error(source, len(before) - 1, "trailing comma is not allowed in strict JSON")
+    return _error(source, pos, msg)
 
-    def value(self) -> Node:
-        token = self.take()
-        if token.kind == "{":
-            return self.obj(token)
-        if token.kind == "[":
-            return self.array(token)
-        if token.kind in ("string", "number", "literal"):
-            return Node(token.start, token.end, token.value)
-        raise _error(self.text, token.start, f"expected a value, found {self._show(token)}")
 
-    def _comma_or_close(self, close: str) -> tuple[int | None, bool]:
-        """After an item: returns (comma index, closed?)."""
-        token = self.take(what=f"',' or {close!r}")
-        if token.kind == close:
-            return None, True
-        if token.kind != ",":
-            raise _error(self.text, token.start, f"expected ',' or {close!r}, found {self._show(token)}")
-        nxt = self.peek()
-        if nxt is not None and nxt.kind == close:
-            if not self.trailing_commas:
-                raise _error(self.text, token.start, "trailing comma is not allowed in strict JSON")
-            self.pos += 1
-            return token.start, True
-        return token.start, False
-
-    def obj(self, open_token: Token) -> ObjectNode:
-        node = ObjectNode(open_token.start, open_token.start, {})
-        if (nxt := self.peek()) is not None and nxt.kind == "}":
-            self.pos += 1
-            node.end = nxt.end
-            return node
-        while True:
-            key = self.take("string", "a quoted key")
-            self.take(":", "':'")
-            value = self.value()
-            member = Member(key.value, key.start, value)
-            node.members.append(member)
-            node.value[key.value] = value.value
-            comma, closed = self._comma_or_close("}")
-            member.comma = comma
-            if closed:
-                node.end = self.tokens[self.pos - 1].end
-                return node
-
-    def array(self, open_token: Token) -> ArrayNode:
-        node = ArrayNode(open_token.start, open_token.start, [])
-        if (nxt := self.peek()) is not None and nxt.kind == "]":
-            self.pos += 1
-            node.end = nxt.end
-            return node
-        while True:
-            item = self.value()
-            node.items.append(item)
-            node.value.append(item.value)
-            comma, closed = self._comma_or_close("]")
-            if closed:
-                node.trailing_comma = comma is not None
-                node.end = self.tokens[self.pos - 1].end
-                return node
+def _split_members(source: str, start: int) -> list[Member]:
+    """The members of the object whose `{` is at `start` (its values were checked already)."""
+    members: list[Member] = []
+    i = _skip(source, start + 1)
+    if source.startswith("}", i):
+        return members
+    while True:
+        if not source.startswith('"', i):
+            raise _error(source, i, "expected a quoted key")
+        try:
+            key, i_key_end = json.decoder.scanstring(source, i + 1)  # type: ignore[attr-defined]
+        except json.JSONDecodeError as exc:
+            raise _decode_error(source, exc) from None
+        j = _skip(source, i_key_end)
+        if not source.startswith(":", j):
+            raise _error(source, j, "expected ':'")
+        value = _node(source, _skip(source, j + 1))
+        member = Member(key, i, value)
+        members.append(member)
+        k = _skip(source, value.end)
+        if source.startswith("}", k):
+            commas = getattr(source, "trailing_commas", ())
+            member.comma = next((c for c in range(value.end, k) if c in commas), None)
+            return members
+        if not source.startswith(",", k):
+            raise _error(source, k, "expected ',' or '}'")
+        member.comma = k
+        i = _skip(source, k + 1)
 
 
 def parse(text: str, *, jsonc: bool) -> Node | None:
-    """The tree of `text`; None for a file holding only whitespace and comments."""
-    parser = _Parser(text, comments=jsonc, trailing_commas=jsonc)
-    if not parser.tokens:
+    """The tree of `text`; None for a file holding only whitespace and comments. The whole
+    document is decoded, so a malformed value anywhere is an error with its line and column."""
+    source = strict_text(text, jsonc=jsonc)
+    start = _skip(source, 0)
+    if start >= len(source):
         return None
-    return parser.document()
+    node = _node(source, start)
+    rest = _skip(source, node.end)
+    if rest < len(source):
+        raise _error(source, rest, "unexpected text after the top-level value")
+    return node
 
 
 def loads(text: str, *, jsonc: bool) -> Any:
@@ -412,13 +387,29 @@ def remove_value(text: str, path: KeyPath, *, jsonc: bool) -> str:
 
 
 def get_value(text: str, path: KeyPath, *, jsonc: bool) -> Any:
+    """The value at `path`, decoding only that part of the document."""
     node = parse(text, jsonc=jsonc)
-    current: Any = None if node is None else node.value
     for key in path:
-        if not isinstance(current, dict) or key not in current:
+        member = node.member(key) if isinstance(node, ObjectNode) else None
+        if member is None:
             raise KeyError(".".join(path))
-        current = current[key]
-    return current
+        node = member.value
+    return None if node is None else node.value
+
+
+def get_values(text: str, paths: list[KeyPath], *, jsonc: bool) -> list[Any]:
+    """The values at `paths` (KeyError instances for the absent ones) from one parse."""
+    root = parse(text, jsonc=jsonc)
+    out: list[Any] = []
+    for path in paths:
+        node: Node | None = root
+        for key in path:
+            member = node.member(key) if isinstance(node, ObjectNode) else None
+            node = member.value if member is not None else None
+            if node is None:
+                break
+        out.append(KeyError(".".join(path)) if node is None else node.value)
+    return out
 
 
 def _format(name: str, jsonc: bool) -> Format:
@@ -427,6 +418,7 @@ def _format(name: str, jsonc: bool) -> Format:
         get=lambda text, path, _section: get_value(text, path, jsonc=jsonc),
         set=lambda text, path, value, _section: set_value(text, path, value, jsonc=jsonc),
         remove=lambda text, path, _section: remove_value(text, path, jsonc=jsonc),
+        get_many=lambda text, paths, _section: get_values(text, paths, jsonc=jsonc),
     )
 
 
