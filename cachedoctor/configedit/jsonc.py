@@ -19,54 +19,15 @@ from cachedoctor.configedit.formats import Format
 KeyPath = list[str]
 _LITERALS = {"true": True, "false": False, "null": None}
 
-# JSON with comments is first turned into strict JSON of the SAME length (each comment and each
-# trailing comma becomes blanks, line breaks kept), so every offset, line and column stays the
-# original's. The document is then read by the C scanner of the standard json module: an object
-# is split into its members (key spans, value spans, commas) only where an edit needs it, and
-# every value is decoded (and checked) by json's raw_decode, not token by token in Python.
-_JSONC = re.compile(
-    r"""(?P<string>"(?:[^"\\\n]|\\.)*")
-      | (?P<comment>//[^\n]*|/\*[\s\S]*?\*/)
-      | (?P<comma>,)(?=(?:\s|//[^\n]*|/\*[\s\S]*?\*/)*[}\]])
-    """,
-    re.VERBOSE,
-)
-_WS = re.compile(r"[ \t\n\r]*")
+# Reading is done by the C scanner of the standard json module wherever it can: every value is
+# first decoded with json's raw_decode. Only a value holding a comment or a trailing comma (JSON
+# with comments), which the scanner refuses, is split into its members or items here, and each
+# of those is again tried with raw_decode first. A big machine-written settings.json is thus
+# decoded at C speed; Python walks only where the comments are, and an object is split into
+# members (key spans, value spans, commas) only when an edit looks inside it.
+_BLANK = re.compile(r"[ \t\n\r\ufeff]*")
+_BLANK_OR_COMMENT = re.compile(r"(?:[ \t\n\r\ufeff]+|//[^\n]*|/\*[\s\S]*?\*/)*")
 _DECODER = json.JSONDecoder()
-
-
-class Source(str):
-    """Strict JSON text of the original's length, remembering where trailing commas were
-    blanked (an edit keeps the file's habit of writing them)."""
-
-    trailing_commas: frozenset[int] = frozenset()
-
-
-def strict_text(text: str, *, jsonc: bool) -> Source:
-    """`text` as strict JSON of the same length: a BOM, comments and trailing commas (JSONC) as
-    blanks. Strict JSON keeps its comments, which the parser then reports as errors."""
-    body = " " + text[1:] if text.startswith("\ufeff") else text
-    if not jsonc or ("/" not in body and not re.search(r",\s*[}\]]", body)):
-        return Source(body)
-    parts: list[str] = []
-    commas: set[int] = set()
-    last = 0
-    for match in _JSONC.finditer(body):
-        kind = match.lastgroup
-        if kind == "string":
-            continue
-        start, end = match.span()
-        parts.append(body[last:start])
-        if kind == "comment":
-            parts.append(re.sub(r"[^\r\n]", " ", match.group()))
-        else:
-            parts.append(" ")
-            commas.add(start)
-        last = end
-    parts.append(body[last:])
-    source = Source("".join(parts))
-    source.trailing_commas = frozenset(commas)
-    return source
 
 
 class Node:
@@ -92,17 +53,18 @@ class Member:
 class ObjectNode(Node):
     """An object; its members are split out of its span the first time they are asked for."""
 
-    __slots__ = ("_members", "_source")
+    __slots__ = ("_members", "_reader")
 
-    def __init__(self, start: int, end: int, value: Any, source: str) -> None:
+    def __init__(self, start: int, end: int, value: Any, reader: _Reader,
+                 members: list[Member] | None = None) -> None:
         super().__init__(start, end, value)
-        self._source = source
-        self._members: list[Member] | None = None
+        self._reader = reader
+        self._members = members
 
     @property
     def members(self) -> list[Member]:
         if self._members is None:
-            self._members = _split_members(self._source, self.start)
+            self._members = self._reader.members(self.start)[0]
         return self._members
 
     def member(self, key: str) -> Member | None:
@@ -114,79 +76,122 @@ def _error(text: str, index: int, message: str) -> ConfigSyntaxError:
     return ConfigSyntaxError(message, line, col)
 
 
-def _skip(source: str, i: int) -> int:
-    match = _WS.match(source, i)
-    return match.end() if match else i
+class _Reader:
+    def __init__(self, text: str, *, jsonc: bool) -> None:
+        self.text = text
+        self.jsonc = jsonc
+        self.blank = _BLANK_OR_COMMENT if jsonc else _BLANK
 
+    def skip(self, i: int) -> int:
+        found = self.blank.match(self.text, i)
+        end = found.end() if found else i
+        if self.jsonc and self.text.startswith("/*", end):
+            raise _error(self.text, end, "unterminated /* comment")
+        return end
 
-def _node(source: str, start: int) -> Node:
-    """The value starting at `start` (after blanks), decoded by the C scanner."""
-    try:
-        value, end = _DECODER.raw_decode(source, start)
-    except json.JSONDecodeError as exc:
-        raise _decode_error(source, exc) from None
-    except RecursionError:
-        raise _error(source, start, "nested too deeply to be read safely") from None
-    if source.startswith("{", start):
-        return ObjectNode(start, end, value, source)
-    return Node(start, end, value)
-
-
-def _decode_error(source: str, exc: json.JSONDecodeError) -> ConfigSyntaxError:
-    """json's message, placed where a person looks: an unterminated string at its opening
-    quote, a trailing comma (strict JSON) named as such."""
-    pos, msg = exc.pos, exc.msg
-    if msg.startswith(("Invalid control character", "Unterminated string")):
-        line_start = source.rfind("\n", 0, pos) + 1
-        quote = source.rfind('"', line_start, pos)
-        return _error(source, quote if quote >= 0 else pos, "unterminated string")
-    before = source[:pos].rstrip()
-    if before.endswith(",") and source[pos:pos + 1] in ("}", "]"):
-        return _error(source, len(before) - 1, "trailing comma is not allowed in strict JSON")
-    return _error(source, pos, msg)
-
-
-def _split_members(source: str, start: int) -> list[Member]:
-    """The members of the object whose `{` is at `start` (its values were checked already)."""
-    members: list[Member] = []
-    i = _skip(source, start + 1)
-    if source.startswith("}", i):
-        return members
-    while True:
-        if not source.startswith('"', i):
-            raise _error(source, i, "expected a quoted key")
+    def value(self, i: int) -> Node:
+        """The value at `i`: decoded by the C scanner, or split where it holds comments."""
+        text = self.text
         try:
-            key, i_key_end = json.decoder.scanstring(source, i + 1)  # type: ignore[attr-defined]
+            value, end = _DECODER.raw_decode(text, i)
         except json.JSONDecodeError as exc:
-            raise _decode_error(source, exc) from None
-        j = _skip(source, i_key_end)
-        if not source.startswith(":", j):
-            raise _error(source, j, "expected ':'")
-        value = _node(source, _skip(source, j + 1))
-        member = Member(key, i, value)
-        members.append(member)
-        k = _skip(source, value.end)
-        if source.startswith("}", k):
-            commas = getattr(source, "trailing_commas", ())
-            member.comma = next((c for c in range(value.end, k) if c in commas), None)
-            return members
-        if not source.startswith(",", k):
-            raise _error(source, k, "expected ',' or '}'")
-        member.comma = k
-        i = _skip(source, k + 1)
+            if self.jsonc and text.startswith("{", i):
+                members, end = self.members(i)
+                node = ObjectNode(i, end, None, self, members)
+                node._value = {m.key: m.value.value for m in members}  # a repeated key: the last
+                return node
+            if self.jsonc and text.startswith("[", i):
+                items, end = self.items(i)
+                return Node(i, end, [item.value for item in items])
+            raise self.decode_error(exc) from None
+        except RecursionError:
+            raise _error(text, i, "nested too deeply to be read safely") from None
+        if text.startswith("{", i):
+            return ObjectNode(i, end, value, self)
+        return Node(i, end, value)
+
+    def members(self, start: int) -> tuple[list[Member], int]:
+        """The members of the object whose `{` is at `start`, and the end of the object."""
+        text = self.text
+        members: list[Member] = []
+        i = self.skip(start + 1)
+        if text.startswith("}", i):
+            return members, i + 1
+        while True:
+            if not text.startswith('"', i):
+                raise _error(text, i, "expected a quoted key" if i < len(text) else
+                             "unexpected end of file: expected a quoted key")
+            try:
+                key, key_end = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
+            except json.JSONDecodeError as exc:
+                raise self.decode_error(exc) from None
+            j = self.skip(key_end)
+            if not text.startswith(":", j):
+                raise _error(text, j, "expected ':'")
+            value = self.value(self.skip(j + 1))
+            member = Member(key, i, value)
+            members.append(member)
+            k = self.skip(value.end)
+            if text.startswith("}", k):
+                return members, k + 1
+            if not text.startswith(",", k):
+                raise _error(text, k, "expected ',' or '}'" if k < len(text) else
+                             "unexpected end of file: expected ',' or '}'")
+            member.comma = k
+            i = self.skip(k + 1)
+            if text.startswith("}", i):
+                if not self.jsonc:
+                    raise _error(text, k, "trailing comma is not allowed in strict JSON")
+                return members, i + 1
+
+    def items(self, start: int) -> tuple[list[Node], int]:
+        text = self.text
+        items: list[Node] = []
+        i = self.skip(start + 1)
+        if text.startswith("]", i):
+            return items, i + 1
+        while True:
+            item = self.value(i)
+            items.append(item)
+            k = self.skip(item.end)
+            if text.startswith("]", k):
+                return items, k + 1
+            if not text.startswith(",", k):
+                raise _error(text, k, "expected ',' or ']'" if k < len(text) else
+                             "unexpected end of file: expected ',' or ']'")
+            i = self.skip(k + 1)
+            if text.startswith("]", i):
+                return items, i + 1
+
+    def decode_error(self, exc: json.JSONDecodeError) -> ConfigSyntaxError:
+        """json's message, placed where a person looks: an unterminated string at its opening
+        quote, a comment or trailing comma in strict JSON named as such."""
+        text, pos, msg = self.text, exc.pos, exc.msg
+        if msg.startswith(("Invalid control character", "Unterminated string")):
+            line_start = text.rfind("\n", 0, pos) + 1
+            quote = text.rfind('"', line_start, pos)
+            return _error(text, quote if quote >= 0 else pos, "unterminated string")
+        if text.startswith(("//", "/*"), pos):
+            if self.jsonc and text.startswith("/*", pos):
+                return _error(text, pos, "unterminated /* comment")
+            return _error(text, pos, "comments are not allowed in strict JSON")
+        before = text[:pos].rstrip()
+        if before.endswith(",") and text[pos:pos + 1] in ("}", "]"):
+            return _error(text, len(before) - 1, "trailing comma is not allowed in strict JSON")
+        return _error(text, pos, msg)
 
 
 def parse(text: str, *, jsonc: bool) -> Node | None:
     """The tree of `text`; None for a file holding only whitespace and comments. The whole
     document is decoded, so a malformed value anywhere is an error with its line and column."""
-    source = strict_text(text, jsonc=jsonc)
-    start = _skip(source, 0)
-    if start >= len(source):
+    reader = _Reader(text, jsonc=jsonc)
+    start = reader.skip(0)
+    if start >= len(text):
         return None
-    node = _node(source, start)
-    rest = _skip(source, node.end)
-    if rest < len(source):
-        raise _error(source, rest, "unexpected text after the top-level value")
+    node = reader.value(start)
+    rest = reader.skip(node.end)
+    if rest < len(text):
+        raise _error(text, rest, "unexpected text after the top-level value")
     return node
 
 
@@ -204,11 +209,14 @@ class Style:
     unit: str  # one indentation level
 
 
+STYLE_SAMPLE = 200_000  # characters read to learn the file's indentation
+
+
 def detect_style(text: str) -> Style:
     newline = "\r\n" if "\r\n" in text else "\n"
     unit = ""
     widths = []
-    for line in text.splitlines():
+    for line in text[:STYLE_SAMPLE].splitlines():
         stripped = line.lstrip(" \t")
         if not stripped or stripped == line:
             continue
