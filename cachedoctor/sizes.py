@@ -72,6 +72,11 @@ def format_size(n: int | float, *, binary: bool = True) -> str:
     raise AssertionError("unreachable")
 
 
+def count(n: int, noun: str, plural: str | None = None) -> str:
+    """`1 file`, `2,048 files`."""
+    return f"{n:,} {noun if n == 1 else plural or noun + 's'}"
+
+
 def parse_age(text: str) -> float:
     """Seconds from `30d`, `12h`, `2w`, `1h30m` (systemd time span style)."""
     compact = str(text).strip().lower().replace(" ", "")

@@ -262,7 +262,7 @@ def test_pip_relocates_with_its_config_file_and_cleans_with_purge() -> None:
     loc = PROFILES["pip"].location("cache")
     config = loc.relocate[0]
     assert isinstance(config, ConfigRelocation)
-    assert (config.format, config.section, config.key) == ("ini", "global", "cache-dir")
+    assert (config.format, config.section, config.key) == ("pipconf", "global", "cache-dir")
     assert [expand(t, host("linux")) for t in config.file.for_host(host("linux"))] == [
         "/home/ann/.config/pip/pip.conf"
     ]

@@ -211,3 +211,34 @@ def test_every_condition_type_is_documented() -> None:
     docs = (Path(__file__).resolve().parents[1] / "docs" / "profiles.md").read_text(encoding="utf-8")
     missing = [name for name in condition_names() if f"| `{name}` |" not in docs]
     assert missing == []
+
+
+def test_yaml_merge_keys_share_a_setting_and_the_explicit_keys_win() -> None:
+    settings = (
+        "    set_by:\n"
+        "      - config: &conf\n"
+        "          file: {linux: ~/.config/demo/a.ini}\n"
+        "          format: ini\n"
+        "          key: cache\n"
+        "      - config:\n"
+        "          <<: *conf\n"
+        "          file: {linux: ~/.config/demo/b.ini}\n"
+    )
+    text = GOOD.replace("    safe_to_delete: true\n", settings + "    safe_to_delete: true\n")
+    profile = parse_profile(text, "demo.yaml")
+    first, second = profile.locations[0].set_by
+    assert first.config.file.linux == ["~/.config/demo/a.ini"]  # type: ignore[union-attr]
+    assert second.config.file.linux == ["~/.config/demo/b.ini"]  # type: ignore[union-attr]
+    assert second.config.key == "cache"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(("bad", "expected"), [
+    ("extra: !!python/object:os.system x\n", "invalid value"),
+    ("? [a, b]\n: c\n", "a key must be a plain word"),
+    ("x: &a 1\ny:\n  <<: *a\n", "`<<` merges a mapping"),
+])
+def test_odd_yaml_is_an_error_with_a_line_not_a_traceback(bad: str, expected: str) -> None:
+    with pytest.raises(ProfileFileError) as info:
+        parse_profile(GOOD + bad, "odd.yaml")
+    error = info.value.errors[0]
+    assert expected in error.message and error.line is not None

@@ -217,7 +217,7 @@ def _progress() -> Any:
 
 def _show_move_plan(plan: MovePlan, host: Host) -> None:
     from cachedoctor.relocate.methods import describe
-    from cachedoctor.sizes import format_size
+    from cachedoctor.sizes import count, format_size
 
     op = plan.op
     if plan.resumes:
@@ -229,7 +229,7 @@ def _show_move_plan(plan: MovePlan, host: Host) -> None:
         how = "rename (same drive)" if pair.same_fs else "copy, verify, then remove the original"
         info(f"  {pair.source}\n    -> {pair.dest}  [{how}]")
     free = f", {format_size(plan.free_bytes)} free there" if plan.free_bytes is not None else ""
-    info(f"  {plan.files:,} files, {format_size(plan.allocated_bytes)}{free}; verify: {op.verify}")
+    info(f"  {count(plan.files, 'file')}, {format_size(plan.allocated_bytes)}{free}; verify: {op.verify}")
     for line in describe(op, host):
         info(f"  then: {line}")
 
@@ -254,7 +254,6 @@ def _show_restore_plan(plan: RestorePlan, host: Host) -> None:
 def _report(outcome: Outcome, json_out: bool, documents: list[dict[str, Any]]) -> None:
     import sys
 
-    from cachedoctor.sizes import format_size
 
     if sys.stderr.isatty():
         sys.stderr.write("\n")
@@ -264,10 +263,24 @@ def _report(outcome: Outcome, json_out: bool, documents: list[dict[str, Any]]) -
     for message in outcome.messages:
         info(message)
     if outcome.status == "moved":
-        info(f"moved {outcome.tool} ({outcome.location}) to {outcome.base} "
-             f"({outcome.files:,} entries, {format_size(outcome.bytes)} copied, {outcome.seconds:.1f}s)")
+        info(f"moved {outcome.tool} ({outcome.location}) to {outcome.base} ({_totals(outcome)})")
     elif outcome.status == "restored":
-        info(f"restored {outcome.tool} ({outcome.location}) from {outcome.base}")
+        info(f"restored {outcome.tool} ({outcome.location}) from {outcome.base} "
+             f"({_totals(outcome)})")
     elif outcome.status == "rolled_back":
         info(f"rolled back the interrupted move of {outcome.tool} ({outcome.location}); "
              "the cache is where it was")
+
+
+def _totals(outcome: Outcome) -> str:
+    """What is there now (measured) and what this run copied."""
+    from cachedoctor.sizes import count, format_size
+
+    parts = []
+    if outcome.at_dest is not None:
+        files, nbytes = outcome.at_dest
+        parts.append(f"{count(files, 'file')}, {format_size(nbytes)} there")
+    parts.append(f"{format_size(outcome.bytes)} copied" if outcome.files
+                 else "renamed, nothing copied" if any(p["same_filesystem"] for p in outcome.pairs)
+                 else "nothing copied")
+    return "; ".join(parts) + f"; {outcome.seconds:.1f}s"

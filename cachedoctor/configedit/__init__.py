@@ -159,10 +159,9 @@ def set_many_in_text(text: str, fmt: str, items: list[tuple[Key, Any]], *,
 
 
 def _check_round_trip(fmt: str, key: Key, expected: Any, got: Any) -> None:
-    if fmt in ("ini", "npmrc") and expected is not MISSING:
-        from cachedoctor.configedit.inifile import render
-
-        expected = render(expected, npmrc=fmt == "npmrc", newline="\n").replace("\n    ", "\n")
+    reads_back = get_format(fmt).reads_back
+    if reads_back is not None and expected is not MISSING:
+        expected = reads_back(expected)
     if got is MISSING and expected is MISSING:
         return
     if got is MISSING or expected is MISSING or got != expected:

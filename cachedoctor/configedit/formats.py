@@ -28,6 +28,8 @@ class Format:
     sections: bool = False  # `section` is an INI section, not a leading key
     # several keys with one parse (big files); None: `get` is called once per key
     get_many: Callable[[str, list[KeyPath], str | None], list[Any]] | None = None
+    # what a value written by `set` reads back as (INI stores text): None, the value itself
+    reads_back: Callable[[Any], Any] | None = None
 
     @property
     def writable(self) -> bool:
@@ -40,12 +42,13 @@ PROVIDERS: dict[str, str] = {
     "yaml": "yamlfile",
     "toml": "tomlfile",
     "ini": "inifile",
+    "pipconf": "inifile",
     "npmrc": "inifile",
     "properties": "properties",
     "xml": "xmlfile",
 }
 NAMES: tuple[str, ...] = tuple(PROVIDERS)
-WRITABLE: tuple[str, ...] = ("jsonc", "json", "yaml", "toml", "ini", "npmrc")
+WRITABLE: tuple[str, ...] = ("jsonc", "json", "yaml", "toml", "ini", "pipconf", "npmrc")
 
 
 def get_format(name: str) -> Format:

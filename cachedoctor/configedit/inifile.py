@@ -7,6 +7,7 @@ configparser drops comments and reflows the file, so edits here touch only the k
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,14 +73,43 @@ def parse(text: str, *, npmrc: bool) -> Parsed:
     return Parsed(lines, entries, sections)
 
 
-def _same_key(a: str, b: str, *, npmrc: bool) -> bool:
-    return a == b if npmrc else a.lower() == b.lower()  # configparser lower-cases option names
+Spelling = Callable[[str], str]
+"""What a dialect makes of a key's name before comparing: keys with the same result are one."""
 
 
-def _find(parsed: Parsed, section: str | None, key: str, *, npmrc: bool) -> Entry | None:
-    found = None
+def _pip_spelling(key: str) -> str:
+    """pip's own rule (`pip._internal.configuration._normalize_name`): lower case, `_` is `-`,
+    a leading `--` dropped — `cache_dir`, `Cache-Dir` and `--cache-dir` are all `cache-dir`."""
+    key = key.lower().replace("_", "-")
+    return key[2:] if key.startswith("--") else key
+
+
+def check_unique(parsed: Parsed, spelling: Spelling) -> None:
+    """configparser's strict mode, which pip uses: a section or an option (as spelled by the
+    dialect) given twice makes the whole file unreadable to the tool."""
+    seen_sections: set[str] = set()
+    for index, raw in enumerate(parsed.lines):
+        match = _SECTION.match(_body(raw))
+        if match is None:
+            continue
+        name = match.group("name").strip()
+        if name in seen_sections:
+            raise ConfigSyntaxError(f"section {name!r} already exists", index + 1, 1)
+        seen_sections.add(name)
+    seen: set[tuple[str | None, str]] = set()
     for entry in parsed.entries:
-        if entry.section == section and _same_key(entry.key, key, npmrc=npmrc):
+        key = (entry.section, spelling(entry.key))
+        if key in seen:
+            raise ConfigSyntaxError(f"option {key[1]!r} in section {entry.section!r} already "
+                                    "exists", entry.line + 1, 1)
+        seen.add(key)
+
+
+def _find(parsed: Parsed, section: str | None, key: str, spelling: Spelling) -> Entry | None:
+    found = None
+    wanted = spelling(key)
+    for entry in parsed.entries:
+        if entry.section == section and spelling(entry.key) == wanted:
             found = entry  # the last one wins, as in npm and pip
     return found
 
@@ -99,19 +129,21 @@ def render(value: Any, *, npmrc: bool, newline: str) -> str:
     return text
 
 
-def get_value(text: str, section: str | None, key: str, *, npmrc: bool) -> str:
-    entry = _find(parse(text, npmrc=npmrc), section, key, npmrc=npmrc)
+def get_value(text: str, section: str | None, key: str, *, npmrc: bool,
+              spelling: Spelling) -> str:
+    entry = _find(parse(text, npmrc=npmrc), section, key, spelling)
     if entry is None:
         raise KeyError(key)
     return entry.value
 
 
-def set_value(text: str, section: str | None, key: str, value: Any, *, npmrc: bool) -> str:
+def set_value(text: str, section: str | None, key: str, value: Any, *, npmrc: bool,
+              spelling: Spelling) -> str:
     newline = newline_of(text)
     parsed = parse(text, npmrc=npmrc)
     rendered = render(value, npmrc=npmrc, newline=newline)
     lines = parsed.lines
-    entry = _find(parsed, section, key, npmrc=npmrc)
+    entry = _find(parsed, section, key, spelling)
     if entry is not None:
         if entry.value == rendered.replace(newline + "    ", "\n"):
             return text
@@ -145,24 +177,39 @@ def _separator(entry: Entry) -> str:
     return match.group() if match else " = "
 
 
-def remove_value(text: str, section: str | None, key: str, *, npmrc: bool) -> str:
+def remove_value(text: str, section: str | None, key: str, *, npmrc: bool,
+                 spelling: Spelling) -> str:
     parsed = parse(text, npmrc=npmrc)
-    entry = _find(parsed, section, key, npmrc=npmrc)
+    entry = _find(parsed, section, key, spelling)
     if entry is None:
         return text
     del parsed.lines[entry.line:entry.line + entry.count]
     return "".join(parsed.lines)
 
 
-def _format(name: str, npmrc: bool) -> Format:
+def _format(name: str, *, npmrc: bool, spelling: Spelling, strict: bool = False) -> Format:
+    def parsed_ok(text: str) -> str:
+        if strict:
+            check_unique(parse(text, npmrc=npmrc), spelling)
+        return text
+
     return Format(
         name,
-        get=lambda text, path, section: get_value(text, section, path[0], npmrc=npmrc),
-        set=lambda text, path, value, section: set_value(text, section, path[0], value, npmrc=npmrc),
-        remove=lambda text, path, section: remove_value(text, section, path[0], npmrc=npmrc),
+        get=lambda text, path, section: get_value(parsed_ok(text), section, path[0],
+                                                  npmrc=npmrc, spelling=spelling),
+        set=lambda text, path, value, section: set_value(parsed_ok(text), section, path[0], value,
+                                                         npmrc=npmrc, spelling=spelling),
+        remove=lambda text, path, section: remove_value(parsed_ok(text), section, path[0],
+                                                        npmrc=npmrc, spelling=spelling),
         flat=True,
         sections=not npmrc,
+        reads_back=lambda value: render(value, npmrc=npmrc, newline="\n").replace("\n    ", "\n"),
     )
 
 
-FORMATS = {"ini": _format("ini", False), "npmrc": _format("npmrc", True)}
+FORMATS = {
+    "ini": _format("ini", npmrc=False, spelling=str.lower),  # configparser lower-cases names
+    # pip reads its files with configparser in strict mode: a repeated option is an error
+    "pipconf": _format("pipconf", npmrc=False, spelling=_pip_spelling, strict=True),
+    "npmrc": _format("npmrc", npmrc=True, spelling=lambda key: key),
+}

@@ -336,21 +336,26 @@ def unused_old_cache(ctx: RuleContext) -> list[Finding]:
     from cachedoctor.sizes import format_size
 
     out = []
+    disposable = ctx.picture.location.safe_to_delete
     for path in ctx.picture.unused:
-        if os.path.islink(path):
+        if ctx.world.files.link(path) is not None:
             continue
         size = ctx.size(path)
         if size < 1 << 20:
             continue
         now = ", ".join(f"{p.path} ({p.how()})" for p in ctx.picture.places)
-        fix = (f"Remove-Item -Recurse -Force -LiteralPath '{path}'" if ctx.world.host.is_windows
-               else command(ctx.world.host, "rm", "-rf", "--", path))
+        fix: str | None = None
+        if disposable:
+            fix = (f"Remove-Item -Recurse -Force -LiteralPath '{path}'"
+                   if ctx.world.host.is_windows else command(ctx.world.host, "rm", "-rf", "--", path))
+        why = ("The old copy takes space and nothing reads it any more." if disposable else
+               f"It is {ctx.profile.name}'s own data, not a disposable cache: look through it "
+               "and copy what the folder in use lacks before removing it yourself.")
         out.append(ctx.finding(
             "old-cache-unused", "hint",
             f"{path} ({format_size(size)}) is {ctx.profile.name}'s default {ctx.location} folder, "
             f"but the tool now uses {now}.",
-            "The old copy takes space and nothing reads it any more.",
-            fix, path=path, value=format_size(size)))
+            why, fix, path=path, value=format_size(size)))
     return out
 
 

@@ -215,6 +215,8 @@ def _patterns(location: Location, host: Host, world: World, problems: list[str],
     """The location's paths (globs not yet expanded), each with the step that decided it."""
     templates = location.paths.for_host(host)
     for setting in settings_of(location):
+        if ignored_reason(setting, host, world) is not None:
+            continue
         found = _read_setting(setting, host, world, problems, persistent=persistent)
         if found is None:
             continue
@@ -309,13 +311,56 @@ def _service_setting(location: Location, host: Host) -> EnvSetting | None:
     return None
 
 
+_TRUE = frozenset({"1", "true", "yes", "on", "y", "t"})
+
+
+def ignored_reason(setting: Setting, host: Host, world: World) -> str | None:
+    """Why the tool skips `setting` (`PIP_CONFIG_FILE=/dev/null`), or None when it reads it."""
+    for rule in setting.ignored_when:
+        value = host.getenv(rule.env) or ""
+        if not value:
+            continue
+        path = _normalise(value, host)
+        if rule.holds == "anything":
+            return f"{rule.env} is set ({value})"
+        if rule.holds == "true" and value.strip().lower() in _TRUE:
+            return f"{rule.env}={value}"
+        if rule.holds == "devnull" and (
+                value.lower() == "nul" if host.is_windows else value == "/dev/null"):
+            return f"{rule.env}={value} (no config file at all)"
+        if rule.holds == "a-file" and world.files.lexists(path) and not world.files.isdir(path):
+            return f"{rule.env} names the existing file {value}"
+    return None
+
+
+def setting_files(setting: ConfigSetting, host: Host) -> list[str]:
+    """The files a config setting reads on `host`, highest precedence first."""
+    return [p for t in setting.config.file.for_host(host) if (p := try_expand(t, host))]
+
+
 def _read_setting(setting: Setting, host: Host, world: World, problems: list[str], *,
                   persistent: bool) -> tuple[str, Step] | None:
     if isinstance(setting, EnvSetting):
-        return _read_env(setting, host, world, persistent=persistent)
-    if isinstance(setting, ConfigSetting):
-        return _read_config(setting, host, world, problems)
-    return _read_policy(setting, host, world, problems)
+        found = _read_env(setting, host, world, persistent=persistent)
+    elif isinstance(setting, ConfigSetting):
+        found = _read_config(setting, host, world, problems)
+    else:
+        found = _read_policy(setting, host, world, problems)
+    if found is None:
+        return None
+    value, step = found
+    kind = _path_kind(value, host, tilde=setting.expands_tilde)
+    if kind == "none" and not isinstance(setting, EnvSetting):
+        kind = "relative"  # a key that holds a folder holds one even when it is a bare word
+    if kind == "absolute":
+        return value, step
+    if kind == "relative":
+        where = f" ({step.origin})" if step.origin else ""
+        problems.append(
+            f"{step.name} = {value}{where} is a relative path: the tool "
+            "reads it against whatever folder it is started in, so there is no one place to "
+            "look; cachedoctor ignores the setting (make it an absolute path)")
+    return None
 
 
 def _read_env(setting: EnvSetting, host: Host, world: World, *,
@@ -331,7 +376,8 @@ def _read_env(setting: EnvSetting, host: Host, world: World, *,
             return None
     for name in setting.env:
         seen = host.getenv(name)
-        if seen and _is_path(_first(seen, setting.separator, host), host):
+        if seen and _path_kind(_first(seen, setting.separator, host), host,
+                               tilde=setting.expands_tilde) != "none":
             value = seen
             origin, managed = world.origin(name) if persistent else (
                 "this process's environment", False)
@@ -339,11 +385,16 @@ def _read_env(setting: EnvSetting, host: Host, world: World, *,
     return None
 
 
-def _is_path(value: str, host: Host) -> bool:
-    """An absolute path (after `~`): a variable holding anything else (`0`, `off`) names no
-    folder, so it does not decide where the cache is."""
-    expanded = _normalise(value, host)
-    return ntpath.isabs(expanded) if host.is_windows else expanded.startswith("/")
+def _path_kind(value: str, host: Host, *, tilde: bool) -> Literal["absolute", "relative", "none"]:
+    """What a setting's value names: an absolute folder; a relative one (`cache`, `./c`, and
+    `~/c` for a tool that does not expand `~`) that depends on the directory the tool starts
+    in; or no folder at all (`0`, `off`: it does not decide where the cache is)."""
+    expanded = _normalise(value, host) if tilde else value
+    if ntpath.isabs(expanded) if host.is_windows else expanded.startswith("/"):
+        return "absolute"
+    if any(c in value for c in "/\\") or value.startswith(("~", ".")):
+        return "relative"
+    return "none"
 
 
 def _first(value: str, separator: str | None, host: Host) -> str:
@@ -360,10 +411,7 @@ def _read_config(setting: ConfigSetting, host: Host, world: World,
     from cachedoctor.configedit import ConfigSyntaxError, get_in_text
 
     cfg = setting.config
-    for template in cfg.file.for_host(host):
-        path = try_expand(template, host)
-        if not path:
-            continue
+    for path in setting_files(setting, host):
         text = world.files.read_text(path)
         if text is None:
             continue

@@ -135,7 +135,7 @@ MAX_NODES = 20_000  # values once aliases are expanded (a 340-byte alias bomb ha
 MAX_DEPTH = 64
 
 
-class _TooBig(Exception):
+class _BadNode(Exception):
     def __init__(self, line: int, message: str) -> None:
         self.line, self.message = line, message
 
@@ -164,7 +164,7 @@ def parse_profile(text: str, name: str) -> Profile:
         data = _to_python(node, (), lines, [MAX_NODES])
     except _DuplicateKey as dup:
         raise ProfileFileError([ProfileError(name, dup.line, dup.field, "duplicate key")]) from None
-    except _TooBig as big:
+    except _BadNode as big:
         raise ProfileFileError([ProfileError(name, big.line, None, big.message)]) from None
     if not isinstance(data, dict):
         raise ProfileFileError(
@@ -204,25 +204,52 @@ def _to_python(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ..
     line = node.start_mark.line + 1
     budget[0] -= 1
     if budget[0] < 0:
-        raise _TooBig(line, f"more than {MAX_NODES} values once its aliases are expanded: not a profile")
+        raise _BadNode(line, f"more than {MAX_NODES} values once its aliases are expanded: not a profile")
     if len(path) > MAX_DEPTH:
-        raise _TooBig(line, f"nested more than {MAX_DEPTH} levels deep: not a profile")
+        raise _BadNode(line, f"nested more than {MAX_DEPTH} levels deep: not a profile")
     lines[path] = line
     if isinstance(node, yaml.MappingNode):
         result: dict[Any, Any] = {}
+        merged: dict[Any, Any] = {}
         for key_node, value_node in node.value:
+            if key_node.tag == _MERGE:
+                merged.update(_merge(value_node, path, lines, budget))
+                continue
+            if not isinstance(key_node, yaml.ScalarNode):
+                raise _BadNode(key_node.start_mark.line + 1, "a key must be a plain word")
             key = _scalar(key_node)
             if key in result:
                 raise _DuplicateKey(_dotted((*path, key)), key_node.start_mark.line + 1)
             result[key] = _to_python(value_node, (*path, key), lines, budget)
-        return result
+        return {**{k: v for k, v in merged.items() if k not in result}, **result}
     if isinstance(node, yaml.SequenceNode):
         return [_to_python(item, (*path, i), lines, budget) for i, item in enumerate(node.value)]
     return _scalar(node)
 
 
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+def _merge(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], int],
+           budget: list[int]) -> dict[Any, Any]:
+    """The keys a YAML merge (`<<: *anchor` or `<<: [*a, *b]`) brings in; the explicit keys of
+    the mapping win, and of several merged mappings the first one does (YAML 1.1 merge)."""
+    sources = node.value if isinstance(node, yaml.SequenceNode) else [node]
+    out: dict[Any, Any] = {}
+    for source in reversed(sources):
+        value = _to_python(source, path, lines, budget)
+        if not isinstance(value, dict):
+            raise _BadNode(source.start_mark.line + 1, "`<<` merges a mapping (an `&anchor`)")
+        out.update(value)
+    return out
+
+
 def _scalar(node: yaml.Node) -> Any:
-    return yaml.constructor.SafeConstructor().construct_object(node, deep=True)  # type: ignore[no-untyped-call]
+    try:
+        return yaml.constructor.SafeConstructor().construct_object(node, deep=True)  # type: ignore[no-untyped-call]
+    except yaml.YAMLError as exc:
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise _BadNode(node.start_mark.line + 1, f"invalid value: {problem}") from None
 
 
 def _error_from(name: str, err: ErrorDetails, data: Any, lines: dict[tuple[Any, ...], int]) -> ProfileError:

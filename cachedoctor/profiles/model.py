@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Discriminator,
@@ -30,9 +31,29 @@ Category = Literal[
 CATEGORIES: tuple[str, ...] = (
     "ai", "browser", "ide", "package", "build", "test", "container", "system", "other"
 )
-ConfigFormat = Literal["ini", "npmrc", "yaml", "json", "jsonc", "toml", "properties", "xml"]
+
+
+def _known_format(name: str) -> str:
+    from cachedoctor.configedit.formats import NAMES
+
+    if name not in NAMES:
+        raise ValueError(f"unknown config format {name!r}; expected one of {', '.join(NAMES)}")
+    return name
+
+
+def _writable_format(name: str) -> str:
+    from cachedoctor.configedit.formats import WRITABLE
+
+    if _known_format(name) not in WRITABLE:
+        raise ValueError(f"cachedoctor reads {name} files but does not write them; expected one "
+                         f"of {', '.join(WRITABLE)}")
+    return name
+
+
+# The names of the config-format registry (`cachedoctor.configedit.formats`).
+ConfigFormat = Annotated[str, AfterValidator(_known_format)]
 # Formats cachedoctor can also write (format-preserving); `properties` and `xml` are read only.
-WritableFormat = Literal["ini", "npmrc", "yaml", "json", "jsonc", "toml"]
+WritableFormat = Annotated[str, AfterValidator(_writable_format)]
 Capability = Literal["symlinks", "hardlinks", "case_sensitive", "modes"]
 
 
@@ -162,7 +183,28 @@ class ServiceRef(_Model):
     )
 
 
+class IgnoredWhen(_Model):
+    """A variable that makes the tool skip a setting (pip with `PIP_CONFIG_FILE=/dev/null`
+    reads no config file; uv with `UV_CONFIG_FILE` set reads that file instead of the user's)."""
+
+    env: str
+    holds: Literal["anything", "true", "devnull", "a-file"] = Field(
+        description="`anything`: set and not empty; `true`: a true boolean (`1`, `true`, `yes`, "
+        "`on`); `devnull`: the OS's null device (`/dev/null`, Windows `nul`); `a-file`: the path "
+        "of an existing file.",
+    )
+
+
 class _Setting(_Model):
+    ignored_when: list[IgnoredWhen] = Field(
+        default_factory=list,
+        description="The tool skips the setting when any of these holds.",
+    )
+    expands_tilde: bool = Field(
+        default=True,
+        description="The tool reads a leading `~` of the value as the home folder; `false`: as a "
+        "folder named `~` below the directory the tool starts in (uv).",
+    )
     value: str = Field(
         default="{value}",
         description="Path template of the location given the setting's value `{value}`, "

@@ -10,6 +10,7 @@ import contextlib
 import errno
 import os
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,9 +39,12 @@ class Outcome:
     method: str = ""
     base: str = ""
     pairs: list[dict[str, Any]] = field(default_factory=list)
-    files: int = 0
+    files: int = 0  # entries copied by this run (0 for a rename, or a resumed move past its copy)
     bytes: int = 0
     seconds: float = 0.0
+    # measured afterwards where the data now is (files, allocated bytes): what a rename moved,
+    # what a resumed move holds
+    at_dest: tuple[int, int] | None = None
     messages: list[str] = field(default_factory=list)
     history_id: int | None = None
     now_at: list[dict[str, Any]] | None = None  # where the tool's cache is, observed afterwards
@@ -51,6 +55,8 @@ class Outcome:
             "method": self.method, "dest": self.base, "pairs": self.pairs, "files": self.files,
             "bytes": self.bytes, "seconds": round(self.seconds, 3), "messages": self.messages,
             "history_id": self.history_id, "now_at": self.now_at,
+            "at_dest": {"files": self.at_dest[0], "bytes": self.at_dest[1]}
+            if self.at_dest is not None else None,
         }
 
 
@@ -157,8 +163,20 @@ def run_move(op: Operation, host: Host, *, progress: ProgressCallback | None = N
         journal.set_relocation(op, op.tool, op.location)
         faults.point("recorded")
     journal.discard(op)
+    outcome.at_dest = _measured(pair.dest for pair in op.pairs)
     outcome.seconds = time.monotonic() - started
     return outcome
+
+
+def _measured(folders: Iterable[str]) -> tuple[int, int]:
+    """Files and allocated bytes in `folders`, as du counts them."""
+    from cachedoctor.walker import measure
+
+    files = nbytes = 0
+    for folder in folders:
+        result = measure(folder)
+        files, nbytes = files + result.files, nbytes + result.allocated_bytes
+    return files, nbytes
 
 
 def _copy_pair(op: Operation, pair: Pair, progress: ProgressCallback | None) -> tuple[int, int]:
@@ -439,6 +457,7 @@ def _run_restore(op: Operation, host: Host, progress: ProgressCallback | None) -
         outcome.messages.append(f"the restore is done but not in the history: {exc.message}")
     faults.point("recorded")
     journal.discard(op)
+    outcome.at_dest = _measured(pair.source for pair in op.pairs if _is_real_dir(pair.source))
     outcome.seconds = time.monotonic() - started
     return outcome
 

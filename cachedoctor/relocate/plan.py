@@ -102,11 +102,25 @@ def choose_method(location: Location, host: Host, method: str | None) -> Relocat
         offered = ", ".join(r.method for r in methods) or "none"
         raise UserInputError(f"{location.id!r} cannot be relocated with --method {method} on "
                              f"{host.os}; the profile offers: {offered}")
+    return _candidates(location, host)[0]
+
+
+def _candidates(location: Location, host: Host) -> list[Relocation]:
+    """The methods a move without `--method` tries, in order: the first one that puts the
+    cache where the tool will look is used."""
+    methods = relocation_methods(location, host)
     if not methods:
         why = location.link_forbidden or f"no relocation method of {location.id!r} works on {host.os}"
         raise RefusedError(f"cachedoctor does not move {location.id!r} itself: {why}",
                            hint=_how_to_move(location, host))
-    return methods[0]
+    return methods
+
+
+class _NotWhereTheToolLooks(RefusedError):
+    """A method whose change the tool would not follow (a higher setting wins, the file is
+    skipped): a move without `--method` tries the next one."""
+
+    reason = ""
 
 
 def choose_locations(profile: Profile, world: World, location_id: str | None) -> list[Location]:
@@ -177,8 +191,15 @@ def plan_move(profile: Profile, location: Location, host: Host, dest: str, *,
     if world.problems:  # a damaged registry: a move would overwrite what it still records
         raise OperationFailed("; ".join(world.problems) + "; nothing was changed")
     base = base_folder(dest_root, profile, location)
-    relocation = choose_method(location, host, method)
+    candidates = ([choose_method(location, host, method)] if method is not None
+                  else _candidates(location, host))
+    relocation = candidates[0]
     pic = picture(profile, location.id, world)
+    if pic.problems:
+        raise RefusedError(f"{profile.id} ({location.id}): " + "; ".join(pic.problems)
+                           + "; nothing was changed",
+                           hint="fix the setting and run again; see `cachedoctor where "
+                                f"{profile.id}`")
     done = pic.record
     places = [p for p in pic.places if p.exists and not _is_ours(p.path)]
     if done is not None and not pic.conflicts:
@@ -192,21 +213,33 @@ def plan_move(profile: Profile, location: Location, host: Host, dest: str, *,
         unused = f"; an old cache at {', '.join(pic.unused)} is not used any more" if pic.unused else ""
         raise UserInputError(f"nothing to move: {profile.id} keeps {location.id} at {wanted}, "
                              f"which does not exist here{unused}")
-    settings = resolve_settings(relocation, base, host, link=link)
-    op = Operation(id=new_id(), kind="move", tool=profile.id, location=location.id,
-                   method=relocation.method, dest_root=dest_root, base=base, pairs=[],
-                   verify=verify, settings=settings, profiles_dirs=list(profiles_dirs or []))
-    for place in places:
-        if place.link is not None:
-            where = place.data or (place.via[-1].value if place.via else None)
-            plan = MovePlan(op, already=where)
-            if where and is_within(where, base):
-                return plan
-            raise RefusedError(f"{place.path} is already a link to {where}"
-                               + ("" if done is not None else " that cachedoctor did not make"),
-                               hint=f"`cachedoctor restore {profile.id}` puts it back first "
-                                    "(it copies the data and leaves the link's target alone)")
-    dests = _destinations(op, profile, location, world, places)
+    skipped: list[str] = []
+    for relocation in candidates:
+        settings = resolve_settings(relocation, base, host, link=link)
+        op = Operation(id=new_id(), kind="move", tool=profile.id, location=location.id,
+                       method=relocation.method, dest_root=dest_root, base=base, pairs=[],
+                       verify=verify, settings=settings, profiles_dirs=list(profiles_dirs or []))
+        for place in places:
+            if place.link is not None:
+                where = place.data or (place.via[-1].value if place.via else None)
+                plan = MovePlan(op, already=where)
+                if where and is_within(where, base):
+                    return plan
+                raise RefusedError(f"{place.path} is already a link to {where}"
+                                   + ("" if done is not None else " that cachedoctor did not make"),
+                                   hint=f"`cachedoctor restore {profile.id}` puts it back first "
+                                        "(it copies the data and leaves the link's target alone)")
+        try:
+            dests = _destinations(op, profile, location, world, places)
+        except _NotWhereTheToolLooks as refused:
+            if relocation is candidates[-1]:
+                if skipped:
+                    raise RefusedError("; ".join([*skipped, refused.message]),
+                                       hint=refused.hint) from None
+                raise
+            skipped.append(f"not by {relocation.method}: {refused.reason}")
+            continue
+        break
     if len({os.path.normcase(d) for d in dests}) != len(dests):
         raise RefusedError(
             f"two folders of {profile.id} ({location.id}) would be moved to one destination; "
@@ -214,7 +247,7 @@ def plan_move(profile: Profile, location: Location, host: Host, dest: str, *,
     for place, dest_path in zip(places, dests, strict=True):
         _check_encodable(place.path, "the cache folder")
         op.pairs.append(Pair(place.path, dest_path, same_fs=False))
-    plan = MovePlan(op)
+    plan = MovePlan(op, warnings=[f"moving by {relocation.method}, {m}" for m in skipped])
     plan.replaces = _user_setting_replaced(pic, relocation)
     _preflight(plan, profile, host, force=force, check_not_protected=check_not_protected,
                is_within=is_within)
@@ -267,10 +300,33 @@ def _destinations(op: Operation, profile: Profile, location: Location, world: Wo
         return dests
     shown = "; ".join(f"{p.path} ({p.how()})"
                       for p in resolve_location(profile, location, after).places) or "nothing"
-    raise RefusedError(
-        f"after this move {profile.id} would still look at {shown}, not at {op.base}: that "
-        f"setting takes precedence over the {op.method} method; nothing was changed",
+    skipped = _skipped_file(op, location, after)
+    why = (f"{profile.id} skips {s['file']} while {skipped}" if skipped else
+           f"that setting takes precedence over the {op.method} method")
+    refused = _NotWhereTheToolLooks(
+        f"after a move by {op.method} {profile.id} would still look at {shown}, not at "
+        f"{op.base}: {why}; nothing was changed",
         hint="change or remove that setting first, or choose another --method (link always works)")
+    refused.reason = f"{why} ({profile.id} would still look at {shown})"
+    raise refused
+
+
+def _skipped_file(op: Operation, location: Location, world: World) -> str | None:
+    """Why the tool would not read the config file a config move writes, if it would not."""
+    from cachedoctor.locate.effective import ignored_reason, setting_files, settings_of
+    from cachedoctor.profiles.model import ConfigSetting
+
+    if op.method != "config":
+        return None
+    host = world.new_session_host()
+    wanted = os.path.normcase(op.settings["file"])
+    for setting in settings_of(location):
+        if isinstance(setting, ConfigSetting) and wanted in {
+                os.path.normcase(p) for p in setting_files(setting, host)}:
+            reason = ignored_reason(setting, host, world)
+            if reason is not None:
+                return reason
+    return None
 
 
 def _world_after(op: Operation, world: World) -> World:
