@@ -262,7 +262,8 @@ def disagrees_with_record(ctx: RuleContext) -> list[Finding]:
 def unreadable_settings(ctx: RuleContext) -> list[Finding]:
     return [ctx.finding(
         "settings-unreadable", "warning", problem,
-        "The tool probably fails on the same file, and where it keeps its cache is unknown.",
+        "Where the tool keeps this cache cannot be known from it, so move and clean leave the "
+        "location alone until the setting is fixed.",
         None, path=problem.split(":", 1)[0]) for problem in ctx.picture.problems]
 
 

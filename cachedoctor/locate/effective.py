@@ -355,9 +355,9 @@ def _read_setting(setting: Setting, host: Host, world: World, problems: list[str
     if kind == "absolute":
         return value, step
     if kind == "relative":
-        where = f" ({step.origin})" if step.origin else ""
+        where = f"{step.origin}: " if step.origin else ""
         problems.append(
-            f"{step.name} = {value}{where} is a relative path: the tool "
+            f"{where}{step.name} = {value} is a relative path: the tool "
             "reads it against whatever folder it is started in, so there is no one place to "
             "look; cachedoctor ignores the setting (make it an absolute path)")
     return None
