@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import plistlib
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from cachedoctor.errors import CachedoctorError
 from cachedoctor.host import Host
-from cachedoctor.locate.files import FileView
+from cachedoctor.locate.files import FileView, OverlayFiles
 
 Browser = Literal["chrome", "edge", "chromium"]
 BROWSERS: tuple[Browser, ...] = ("chrome", "edge", "chromium")
@@ -50,47 +50,96 @@ def own_policy_file(browser: str) -> str:
 
 
 def linux_policy_files(browser: str, files: FileView) -> list[str]:
+    """Every file of the browser's managed-policy folders, in the order the browser reads them:
+    Chromium's ConfigDirPolicyLoader takes every regular file, whatever its name, sorted by
+    path, and the last one that sets a policy wins
+    (components/policy/core/common/config_dir_policy_loader.cc, LoadFromPath)."""
     found: list[str] = []
     for folder in LINUX_DIRS[browser]:
-        found += [p for p in files.glob(f"{folder}/*.json")]
+        found += sorted(p for p in files.glob(f"{folder}/*") if not files.isdir(p))
     return found
 
 
-def read_policy(browser: str, name: str, host: Host, files: FileView,
-                registry: RegistryReader | None = None) -> tuple[Any, str] | None:
-    """(value, where it was found) of a managed browser policy, or None when it is not set.
+@dataclass(frozen=True)
+class PolicyRead:
+    """A managed policy as the browser reads it: its value and file (None: not set), and the
+    policy files the browser skips (not JSON, not an object), which are worth saying."""
 
-    A policy file that is not valid JSON raises CachedoctorError naming it: the browser
-    ignores such a file, which is worth saying rather than guessing."""
+    value: Any = None
+    where: str | None = None
+    problems: tuple[str, ...] = ()
+
+
+def policy_json(text: str) -> Any:
+    """A policy file as Chromium's JSON reader takes it: strict JSON, but trailing commas
+    allowed (JSON_ALLOW_TRAILING_COMMAS); raises ValueError for anything else."""
+    from cachedoctor.configedit import ConfigSyntaxError
+    from cachedoctor.configedit.jsonc import loads
+
+    try:
+        return json.loads(text)
+    except ValueError:
+        try:
+            return loads(text, jsonc=True, comments=False)
+        except (ConfigSyntaxError, RecursionError) as exc:
+            raise ValueError(str(exc)) from None
+
+
+def read_policy(browser: str, name: str, host: Host, files: FileView,
+                registry: RegistryReader | None = None) -> PolicyRead:
+    """A managed browser policy where the browser reads it (Windows: HKLM over HKCU; macOS:
+    the managed preferences plist; Linux: the policy folders' files in name order)."""
     if host.is_windows:
         reader = registry or read_registry_value
         for hive in HIVES:
             value = reader(hive, REGISTRY_KEYS[browser], name)
             if value is not None:
-                return value, f"{hive}\\{REGISTRY_KEYS[browser]}\\{name}"
-        return None
+                return PolicyRead(value, f"{hive}\\{REGISTRY_KEYS[browser]}\\{name}")
+        return PolicyRead()
     if host.os == "macos":
         path = f"/Library/Managed Preferences/{MAC_DOMAINS[browser]}.plist"
         text = files.read_text(path)
         if text is None:
-            return None
+            return PolicyRead()
         try:
             data = plistlib.loads(text.encode("utf-8", "surrogateescape"))
-        except (plistlib.InvalidFileException, ValueError):
-            return None
-        return (data[name], path) if isinstance(data, dict) and name in data else None
-    found: tuple[Any, str] | None = None
+        except (plistlib.InvalidFileException, ValueError) as exc:
+            return PolicyRead(problems=(f"{path}: unreadable managed preferences ({exc})",))
+        return (PolicyRead(data[name], path) if isinstance(data, dict) and name in data
+                else PolicyRead())
+    found = PolicyRead()
+    problems: list[str] = []
     for path in linux_policy_files(browser, files):
         text = files.read_text(path)
         if text is None:
             continue
         try:
-            data = json.loads(text)
+            data = policy_json(text)
         except ValueError as exc:
-            raise CachedoctorError(f"{path}: unreadable policy file (the browser ignores it): {exc}") from None
-        if isinstance(data, dict) and name in data:
-            found = (data[name], path)
-    return found
+            problems.append(f"{path}: the browser skips this policy file: {exc}")
+            continue
+        if not isinstance(data, dict):
+            problems.append(f"{path}: the browser skips this policy file: not a JSON object")
+            continue
+        if name in data:
+            found = PolicyRead(data[name], path)
+    return PolicyRead(found.value, found.where, tuple(problems))
+
+
+def read_policy_after_write(browser: str, name: str, value: Any, host: Host,
+                            files: FileView) -> PolicyRead:
+    """The policy as the browser would read it once cachedoctor has written `value`: on Linux
+    into its own file among the others (a file named after it in the same folder still wins),
+    on Windows into HKLM (which beats HKCU)."""
+    if host.is_windows:
+        return PolicyRead(value, f"HKEY_LOCAL_MACHINE\\{REGISTRY_KEYS[browser]}\\{name}")
+    own = own_policy_file(browser)
+    try:
+        current = policy_json(files.read_text(own) or "{}")
+    except ValueError:
+        current = {}
+    data = {**(current if isinstance(current, dict) else {}), name: value}
+    return read_policy(browser, name, host, OverlayFiles(files, {own: json.dumps(data)}))
 
 
 def read_registry_value(hive: str, subkey: str, name: str) -> Any:  # pragma: no cover - Windows

@@ -330,7 +330,9 @@ def test_policy_value_below_reads_linux_managed_policy_files(
 
     (managed / "cachedoctor.json").write_text("{broken", encoding="utf-8")
     findings, errors = doctor.check_profile(profile, linux_host())
-    assert findings == [] and len(errors) == 1 and "unreadable policy file" in errors[0].error
+    # the browser skips a broken file (and so does the check); the browser's own location
+    # reports the file as a problem (tests/test_locate.py)
+    assert findings == [] and errors == []
 
 
 def test_windows_policy_lookup_is_machine_first_then_user() -> None:
@@ -351,7 +353,8 @@ def test_windows_policy_lookup_is_machine_first_then_user() -> None:
     windows = Host(os="windows", env={}, home="C:\\Users\\me")
     found = read_policy("chrome", "DiskCacheSize", windows, DictFiles(windows=True),
                         registry=fake_registry)
-    assert found == (1024, r"HKEY_CURRENT_USER\SOFTWARE\Policies\Google\Chrome\DiskCacheSize")
+    assert (found.value, found.where) == (
+        1024, r"HKEY_CURRENT_USER\SOFTWARE\Policies\Google\Chrome\DiskCacheSize")
     assert [s[0] for s in seen] == ["HKEY_LOCAL_MACHINE", "HKEY_CURRENT_USER"]
 
 

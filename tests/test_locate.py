@@ -20,6 +20,7 @@ from cachedoctor.locate.effective import (
 from cachedoctor.locate.files import DictFiles, LiveFiles
 from cachedoctor.locate.services import unit_environment
 from cachedoctor.locate.world import EnvValue, World, with_changes
+from cachedoctor.policies import PolicyRead
 from cachedoctor.profiles.loader import parse_profile
 from cachedoctor.profiles.model import ConfigSetting, EnvSetting, PolicySetting, Profile
 from tests.conftest import needs_posix_paths
@@ -160,15 +161,43 @@ def test_a_disk_cache_policy_puts_every_profile_below_its_folder() -> None:
     assert paths(resolve(CHROME, win)) == [r"C:\Users\ann\AppData\Local\cc\Default\Cache"]
 
 
-def test_a_policy_that_does_not_parse_is_a_problem_not_a_crash() -> None:
-    from cachedoctor.errors import CachedoctorError
+MANAGED = "/etc/opt/chrome/policies/managed"
 
-    def broken(_browser: str, _name: str) -> None:
-        raise CachedoctorError("/etc/opt/chrome/policies/managed/x.json: unreadable policy file")
 
-    world = World(LINUX, DictFiles(), policy=broken)
+def policy_world(texts: dict[str, str]) -> World:
+    from cachedoctor.policies import read_policy
+
+    files = DictFiles(texts={f"{MANAGED}/{name}": text for name, text in texts.items()})
+    return World(LINUX, files, policy=lambda b, n: read_policy(b, n, LINUX, files))
+
+
+def test_policy_files_are_read_as_chromium_reads_them() -> None:
+    """ConfigDirPolicyLoader: every file whatever its name, in name order, the last one that
+    sets the policy wins, a file that is not JSON is skipped (and said), trailing commas pass."""
+    world = policy_world({"10-old.json": '{"DiskCacheDir": ', "20-cache.json": '{"DiskCacheDir": "/good"}'})
     pic = resolve(CHROME, world)
-    assert pic.problems == ("/etc/opt/chrome/policies/managed/x.json: unreadable policy file",)
+    assert paths(pic) == ["/good/Default"]
+    assert len(pic.problems) == 1 and "10-old.json: the browser skips" in pic.problems[0]
+    world = policy_world({"policy": '{"DiskCacheDir": "/trailing",}\n'})
+    assert paths(resolve(CHROME, world)) == ["/trailing/Default"]
+    world = policy_world({"a.json": '{"DiskCacheDir": "/a"}', "b.json": '["not", "an object"]',
+                          "c.json": '{"DiskCacheDir": "/c"} // a comment'})
+    pic = resolve(CHROME, world)
+    assert paths(pic) == ["/a/Default"] and len(pic.problems) == 2
+
+
+def test_the_policy_a_move_writes_is_simulated_among_the_files_already_there() -> None:
+    """cachedoctor.json sorts before policy.json: an administrator's policy.json still wins,
+    which the simulation finds before anything is written."""
+    from cachedoctor.policies import read_policy_after_write
+
+    world = policy_world({"policy.json": '{"DiskCacheDir": "/admin"}'})
+    after = read_policy_after_write("chrome", "DiskCacheDir", "/d/chrome", LINUX, world.files)
+    assert (after.value, after.where) == ("/admin", f"{MANAGED}/policy.json")
+    world = policy_world({"00-first.json": '{"DiskCacheDir": "/early"}',
+                          "cachedoctor.json": '{"DiskCacheSize": 1}'})
+    after = read_policy_after_write("chrome", "DiskCacheDir", "/d/chrome", LINUX, world.files)
+    assert (after.value, after.where) == ("/d/chrome", f"{MANAGED}/cachedoctor.json")
 
 
 def test_a_service_variable_comes_from_the_unit_not_from_shells() -> None:
@@ -260,8 +289,9 @@ def test_the_world_after_a_change_says_where_the_tool_will_look() -> None:
     world = World.of(LINUX, files)
     now = resolve(CHROME, world)
     assert [p.rel for p in now.existing] == ["Default", "Profile 1"]
-    after = with_changes(world, policies={("chrome", "DiskCacheDir"): ("/d/chrome", "planned")})
-    assert planned_destinations(CHROME.location("cache"), after, now.existing) == [
+    after = with_changes(world, policies={
+        ("chrome", "DiskCacheDir"): PolicyRead("/d/chrome", "planned")})
+    assert planned_destinations(CHROME.location("cache"), world, after, now.existing) == [
         "/d/chrome/Default", "/d/chrome/Profile 1"]
     conf = "/home/ann/.config/demo/demo.conf"
     after = with_changes(World.of(LINUX), texts={conf: "[global]\ncache-dir = /d/demo\n"})

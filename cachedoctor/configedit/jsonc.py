@@ -77,15 +77,19 @@ def _error(text: str, index: int, message: str) -> ConfigSyntaxError:
 
 
 class _Reader:
-    def __init__(self, text: str, *, jsonc: bool) -> None:
+    """`jsonc`: trailing commas allowed, and comments unless `comments` is false (Chromium's
+    policy files: trailing commas only)."""
+
+    def __init__(self, text: str, *, jsonc: bool, comments: bool = True) -> None:
         self.text = text
         self.jsonc = jsonc
-        self.blank = _BLANK_OR_COMMENT if jsonc else _BLANK
+        self.comments = jsonc and comments
+        self.blank = _BLANK_OR_COMMENT if self.comments else _BLANK
 
     def skip(self, i: int) -> int:
         found = self.blank.match(self.text, i)
         end = found.end() if found else i
-        if self.jsonc and self.text.startswith("/*", end):
+        if self.comments and self.text.startswith("/*", end):
             raise _error(self.text, end, "unterminated /* comment")
         return end
 
@@ -172,19 +176,19 @@ class _Reader:
             quote = text.rfind('"', line_start, pos)
             return _error(text, quote if quote >= 0 else pos, "unterminated string")
         if text.startswith(("//", "/*"), pos):
-            if self.jsonc and text.startswith("/*", pos):
+            if self.comments and text.startswith("/*", pos):
                 return _error(text, pos, "unterminated /* comment")
-            return _error(text, pos, "comments are not allowed in strict JSON")
+            return _error(text, pos, "comments are not allowed here")
         before = text[:pos].rstrip()
         if before.endswith(",") and text[pos:pos + 1] in ("}", "]"):
             return _error(text, len(before) - 1, "trailing comma is not allowed in strict JSON")
         return _error(text, pos, msg)
 
 
-def parse(text: str, *, jsonc: bool) -> Node | None:
+def parse(text: str, *, jsonc: bool, comments: bool = True) -> Node | None:
     """The tree of `text`; None for a file holding only whitespace and comments. The whole
     document is decoded, so a malformed value anywhere is an error with its line and column."""
-    reader = _Reader(text, jsonc=jsonc)
+    reader = _Reader(text, jsonc=jsonc, comments=comments)
     start = reader.skip(0)
     if start >= len(text):
         return None
@@ -195,8 +199,8 @@ def parse(text: str, *, jsonc: bool) -> Node | None:
     return node
 
 
-def loads(text: str, *, jsonc: bool) -> Any:
-    node = parse(text, jsonc=jsonc)
+def loads(text: str, *, jsonc: bool, comments: bool = True) -> Any:
+    node = parse(text, jsonc=jsonc, comments=comments)
     return None if node is None else node.value
 
 

@@ -345,9 +345,9 @@ def _policy_value_below(cond: c.PolicyValueBelow, ctx: Context) -> list[Hit]:
     from cachedoctor.policies import read_policy
 
     found = read_policy(cond.browser, cond.policy, ctx.host, LiveFiles(root=ctx.policy_root))
-    if found is None:
+    if found.value is None or found.where is None:
         return []
-    value, where = found
+    value, where = found.value, found.where
     number = _as_number(value)
     if number is None or number >= cond.below:
         return []

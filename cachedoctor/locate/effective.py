@@ -11,6 +11,7 @@ differs (a variable set for new shells that this shell has not loaded yet).
 
 from __future__ import annotations
 
+import fnmatch
 import ntpath
 import os
 import posixpath
@@ -210,10 +211,20 @@ def resolve_location(profile: Profile, location: Location, world: World) -> Pict
                    tuple(conflicts), tuple(problems), audience)
 
 
+@dataclass(frozen=True)
+class _Pattern:
+    """One path of a location (globs not yet expanded) and the step that decided it."""
+
+    path: str
+    step: Step
+    template: int | None  # the template it stands for; None: a setting made it the one folder
+
+
 def _patterns(location: Location, host: Host, world: World, problems: list[str], *,
-              persistent: bool) -> list[tuple[str, Step]]:
-    """The location's paths (globs not yet expanded), each with the step that decided it."""
+              persistent: bool) -> list[_Pattern]:
     templates = location.paths.for_host(host)
+    defaults = [_default_pattern(t, i, host, world, persistent=persistent)
+                for i, t in enumerate(templates)]
     for setting in settings_of(location):
         if ignored_reason(setting, host, world) is not None:
             continue
@@ -221,47 +232,100 @@ def _patterns(location: Location, host: Host, world: World, problems: list[str],
         if found is None:
             continue
         value, step = found
-        return [(path, step) for path in _apply(setting, value, templates, host, location)]
-    out: list[tuple[str, Step]] = []
-    for template in templates:
-        trace: Trace = []
-        try:
-            path = expand(template, host, trace)
-        except UnresolvedVariable:
-            continue
-        decided = deciding_variable(trace)
-        if decided is None:
-            out.append((path, Step("default")))
-            continue
-        origin, managed = world.origin(decided[0]) if persistent else (
-            "this process's environment", False)
-        out.append((path, Step("env", decided[0], origin, decided[1], managed)))
+        out = []
+        for index, path in _apply(setting, value, defaults, host):
+            default = defaults[index] if index is not None else None
+            if default is not None and path == default.path:  # a path the setting does not govern
+                out.append(default)
+            else:
+                out.append(_Pattern(path, step, index))
+        return _dedupe_patterns(out)
+    return _dedupe_patterns([d for d in defaults if d is not None])
+
+
+def _default_pattern(template: str, index: int, host: Host, world: World, *,
+                     persistent: bool) -> _Pattern | None:
+    trace: Trace = []
+    try:
+        path = expand(template, host, trace)
+    except UnresolvedVariable:
+        return None
+    decided = deciding_variable(trace)
+    if decided is None:
+        return _Pattern(path, Step("default"), index)
+    origin, managed = world.origin(decided[0]) if persistent else (
+        "this process's environment", False)
+    return _Pattern(path, Step("env", decided[0], origin, decided[1], managed), index)
+
+
+def _dedupe_patterns(patterns: list[_Pattern]) -> list[_Pattern]:
+    seen: set[str] = set()
+    out = []
+    for pattern in patterns:
+        if pattern.path not in seen:
+            seen.add(pattern.path)
+            out.append(pattern)
     return out
 
 
 def _places(location: Location, host: Host, world: World, problems: list[str], *,
             persistent: bool) -> tuple[Place, ...]:
     patterns = _patterns(location, host, world, problems, persistent=persistent)
-    root = _root_of([p for p, _ in patterns], host)
+    root = _root_of([p.path for p in patterns], host)
     out: list[Place] = []
-    for path, step in patterns:
-        out += _look(path, (step,), world, root, host)
+    for pattern in patterns:
+        out += _look(pattern.path, (pattern.step,), world, root, host)
     return tuple(_dedupe(out))
 
 
-def planned_destinations(location: Location, world: World, places: list[Place]) -> list[str]:
-    """Where each of `places` (existing folders of the location) would be in `world` — the
-    world as a change would leave it (a variable set, a policy written): a folder kept below
-    the location's root keeps its path below the new root (`Default/Cache`), and a location
-    that becomes one folder is that folder."""
-    patterns = [p for p, _ in _patterns(location, world.new_session_host(), world, [],
-                                        persistent=True)]
-    host = world.host
-    if len(patterns) == 1 and not has_glob(patterns[0]):
-        return [patterns[0] for _ in places]
-    root = _root_of(patterns, host)
-    assert root is not None
-    return [_join(root, place.rel, host) if place.rel else root for place in places]
+def planned_destinations(location: Location, before: World, after: World,
+                         places: list[Place]) -> list[str | None]:
+    """Where each of `places` (existing folders of the location in `before`) would be in
+    `after` — the world as a change would leave it (a variable set, a policy written). A folder
+    matched by a glob keeps its name below the new folder (`Profile 1`); a location a setting
+    makes one folder is that folder; None for a folder the change does not govern (a snap
+    browser's cache, which reads its own policy folder)."""
+    host = after.host
+    new = _patterns(location, after.new_session_host(), after, [], persistent=True)
+    if len(new) == 1 and new[0].template is None:
+        return [new[0].path for _ in places]
+    old = _patterns(location, before.new_session_host(), before, [], persistent=True)
+    by_template = {p.template: p for p in new if p.template is not None}
+    out: list[str | None] = []
+    for place in places:
+        source = next((p for p in old if _matches(place.path, p.path, host)), None)
+        if source is None and len(old) == 1 and len(by_template) == 1:
+            source = _Pattern(place.path, old[0].step, next(iter(by_template)))
+        target = (by_template.get(source.template)
+                  if source is not None and source.template is not None else None)
+        if source is None or target is None or _key(target.path, host) == _key(source.path, host):
+            out.append(None)
+            continue
+        rel = _below(place.path, _fixed_part(source.path, host), host) or ""
+        out.append(_join(_fixed_part(target.path, host), rel, host) if rel else target.path)
+    return out
+
+
+def _fixed_part(pattern: str, host: Host) -> str:
+    """The folders of a pattern before its first glob (`~/.cache/chromium` of `.../Profile *`)."""
+    if not has_glob(pattern):
+        return pattern
+    sep = "\\" if host.is_windows else "/"
+    parts = pattern.split(sep)
+    fixed = next(i for i, part in enumerate(parts) if has_glob(part))
+    return sep.join(parts[:fixed]) or sep
+
+
+def _matches(path: str, pattern: str, host: Host) -> bool:
+    """Whether `path` is `pattern` or one of its glob's matches, component by component."""
+    sep = "\\" if host.is_windows else "/"
+    names, parts = path.split(sep), pattern.split(sep)
+    if len(names) != len(parts):
+        return False
+    compare = fnmatch.fnmatch if host.is_windows else fnmatch.fnmatchcase
+    return all(compare(name.lower() if host.is_windows else name,
+                       part.lower() if host.is_windows else part)
+               for name, part in zip(names, parts, strict=True))
 
 
 def _root_of(paths: list[str], host: Host) -> str | None:
@@ -442,40 +506,41 @@ def _short(path: str) -> str:
 
 def _read_policy(setting: PolicySetting, host: Host, world: World,
                  problems: list[str]) -> tuple[str, Step] | None:
-    from cachedoctor.errors import CachedoctorError
     from cachedoctor.policies import expand_policy_path
 
-    try:
-        found = world.policy(setting.browser, setting.policy)
-    except CachedoctorError as exc:
-        problems.append(exc.message)
+    found = world.policy(setting.browser, setting.policy)
+    problems.extend(found.problems)
+    if not isinstance(found.value, str) or not found.value.strip():
         return None
-    if found is None or not isinstance(found[0], str) or not found[0].strip():
-        return None
-    value = expand_policy_path(found[0].strip(), host)
-    return value, Step("policy", setting.policy, found[1], value)
+    value = expand_policy_path(found.value.strip(), host)
+    return value, Step("policy", setting.policy, found.where, value)
 
 
-def _apply(setting: Setting, value: str, templates: list[str], host: Host,
-           location: Location) -> list[str]:
-    """The location's paths given a setting's value."""
+def _apply(setting: Setting, value: str, defaults: list[_Pattern | None],
+           host: Host) -> list[tuple[int | None, str]]:
+    """The location's paths given a setting's value: with `replaces` (a policy: the folder its
+    paths have in common), each default path below it has that part replaced, and a path
+    outside it is left as it is (the setting does not govern it); without, the value is the
+    location's one folder."""
     filled = _normalise(setting.value.replace("{value}", value), host)
-    defaults = [p for t in templates if (p := _expand_or_none(t, host))]
     prefixes: list[str] = []
+    known = [d for d in defaults if d is not None]
     if setting.replaces is not None:
         prefixes = [p for t in setting.replaces.for_host(host) if (p := _expand_or_none(t, host))]
-    elif isinstance(setting, PolicySetting) and defaults:
-        prefixes = [_common_folder(defaults, host)]
+    elif isinstance(setting, PolicySetting) and known:
+        prefixes = [_common_folder([d.path for d in known], host)]
     if not prefixes:
-        return [filled]
-    out: list[str] = []
-    for path in defaults:
+        return [(None, filled)]
+    out: list[tuple[int | None, str]] = []
+    for default in known:
         for prefix in prefixes:
-            rest = _below(path, prefix, host)
+            rest = _below(default.path, prefix, host)
             if rest is not None:
-                out.append(_join(filled, rest, host) if rest else filled)
+                out.append((default.template, _join(filled, rest, host) if rest else filled))
                 break
-    return list(dict.fromkeys(out)) or [filled]
+        else:
+            out.append((default.template, default.path))
+    return out or [(None, filled)]
 
 
 def _expand_or_none(template: str, host: Host) -> str | None:

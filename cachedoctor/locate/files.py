@@ -9,6 +9,7 @@ another folder, so a test never needs the real `/etc`.
 
 from __future__ import annotations
 
+import fnmatch
 import glob as _glob
 import ntpath
 import os
@@ -162,3 +163,37 @@ class DictFiles:
     def realpath(self, path: str) -> str:
         target = self.link(path)
         return target[1] if target else path
+
+
+@dataclass(frozen=True)
+class OverlayFiles:
+    """A FileView with some files' texts replaced (None: the file removed): the files as a
+    change would leave them, for resolving the world after it before anything is written."""
+
+    base: FileView
+    texts: Mapping[str, str | None]
+
+    def read_text(self, path: str) -> str | None:
+        if path in self.texts:
+            return self.texts[path]
+        return self.base.read_text(path)
+
+    def lexists(self, path: str) -> bool:
+        if path in self.texts:
+            return self.texts[path] is not None
+        return self.base.lexists(path)
+
+    def isdir(self, path: str) -> bool:
+        return path not in self.texts and self.base.isdir(path)
+
+    def link(self, path: str) -> tuple[str, str] | None:
+        return None if path in self.texts else self.base.link(path)
+
+    def glob(self, pattern: str) -> list[str]:
+        found = [p for p in self.base.glob(pattern) if self.texts.get(p, "") is not None]
+        added = [p for p, text in self.texts.items() if text is not None and p not in found
+                 and fnmatch.fnmatchcase(p, pattern)]
+        return sorted(found + added) if added else found
+
+    def realpath(self, path: str) -> str:
+        return self.base.realpath(path)

@@ -11,6 +11,7 @@ from cachedoctor.host import Host
 from cachedoctor.locate.files import FileView, LiveFiles
 from cachedoctor.locate.services import ServiceEnv, unit_environment
 from cachedoctor.locate.world import EnvValue, World
+from cachedoctor.policies import PolicyRead
 
 
 def observe(host: Host | None = None, *, files: FileView | None = None) -> World:
@@ -28,7 +29,7 @@ def observe(host: Host | None = None, *, files: FileView | None = None) -> World
         return unit_environment(unit, view)
 
     @functools.cache
-    def policy(browser: str, name: str) -> tuple[Any, str] | None:
+    def policy(browser: str, name: str) -> PolicyRead:
         from cachedoctor.policies import read_policy
 
         return read_policy(browser, name, host, view)

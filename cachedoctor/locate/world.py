@@ -14,8 +14,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cachedoctor.host import Host
-from cachedoctor.locate.files import DictFiles, FileView
+from cachedoctor.locate.files import DictFiles, FileView, OverlayFiles
 from cachedoctor.locate.services import ServiceEnv
+from cachedoctor.policies import PolicyRead
+
+_NOT_SET = PolicyRead()
 
 if TYPE_CHECKING:
     from cachedoctor.relocate.journal import Operation
@@ -29,7 +32,7 @@ class EnvValue:
 
 
 Persistent = Callable[[str], "EnvValue | None"]
-Policy = Callable[[str, str], "tuple[Any, str] | None"]  # (browser, policy) -> (value, where)
+Policy = Callable[[str, str], "PolicyRead"]  # (browser, policy) -> what the browser reads
 Services = Callable[[str], ServiceEnv]
 
 
@@ -39,7 +42,7 @@ class World:
     files: FileView
     persistent: Persistent = field(default=lambda _name: None)
     service: Services = field(default=lambda unit: ServiceEnv(unit, None, {}))
-    policy: Policy = field(default=lambda _browser, _name: None)
+    policy: Policy = field(default=lambda _browser, _name: _NOT_SET)
     records: Mapping[str, Operation] = field(default_factory=dict)  # "tool/location" -> record
     pending: Mapping[str, Operation] = field(default_factory=dict)  # unfinished operations
     problems: tuple[str, ...] = ()  # state that could not be read (a damaged registry file)
@@ -48,7 +51,7 @@ class World:
     def of(cls, host: Host, files: FileView | None = None, *,
            persistent: Mapping[str, str | EnvValue] | None = None,
            services: Mapping[str, ServiceEnv] | None = None,
-           policies: Mapping[tuple[str, str], tuple[Any, str]] | None = None,
+           policies: Mapping[tuple[str, str], tuple[Any, str] | PolicyRead] | None = None,
            records: Mapping[str, Operation] | None = None) -> World:
         """A world given as plain data (for tests and pure callers)."""
         table = {k: v if isinstance(v, EnvValue) else EnvValue(v, "test")
@@ -56,12 +59,13 @@ class World:
         fold = str.upper if host.is_windows else (lambda s: s)
         folded = {fold(k): v for k, v in table.items()}
         svc = dict(services or {})
-        pol = dict(policies or {})
+        pol = {k: v if isinstance(v, PolicyRead) else PolicyRead(*v)
+               for k, v in (policies or {}).items()}
         return cls(
             host, files or DictFiles(windows=host.is_windows),
             persistent=lambda name: folded.get(fold(name)),
             service=lambda unit: svc.get(unit, ServiceEnv(unit, None, {})),
-            policy=lambda browser, name: pol.get((browser, name)),
+            policy=lambda browser, name: pol.get((browser, name), _NOT_SET),
             records=dict(records or {}),
         )
 
@@ -105,44 +109,14 @@ class _Layered(Mapping[str, str]):
         return len(self._host.env)
 
 
-@dataclass(frozen=True)
-class _OverlayFiles:
-    """A FileView with some files' texts replaced (None: the file removed)."""
-
-    base: FileView
-    texts: Mapping[str, str | None]
-
-    def read_text(self, path: str) -> str | None:
-        if path in self.texts:
-            return self.texts[path]
-        return self.base.read_text(path)
-
-    def lexists(self, path: str) -> bool:
-        if path in self.texts:
-            return self.texts[path] is not None
-        return self.base.lexists(path)
-
-    def isdir(self, path: str) -> bool:
-        return self.base.isdir(path)
-
-    def link(self, path: str) -> tuple[str, str] | None:
-        return self.base.link(path)
-
-    def glob(self, pattern: str) -> list[str]:
-        return self.base.glob(pattern)
-
-    def realpath(self, path: str) -> str:
-        return self.base.realpath(path)
-
-
 def with_changes(world: World, *, texts: Mapping[str, str | None] | None = None,
                  persistent: Mapping[str, EnvValue | None] | None = None,
-                 policies: Mapping[tuple[str, str], tuple[Any, str] | None] | None = None,
+                 policies: Mapping[tuple[str, str], PolicyRead] | None = None,
                  service_values: Mapping[str, Mapping[str, tuple[str, str]]] | None = None) -> World:
     """The world as it would be after a change (a config file rewritten, a variable set, a
     policy written): `move` resolves the tool in it before changing anything, to be sure the
     tool would really look where the cache goes."""
-    files = _OverlayFiles(world.files, dict(texts)) if texts else world.files
+    files = OverlayFiles(world.files, dict(texts)) if texts else world.files
     env = dict(persistent or {})
     fold = str.upper if world.host.is_windows else (lambda s: s)
     folded = {fold(k): v for k, v in env.items()}
@@ -153,14 +127,11 @@ def with_changes(world: World, *, texts: Mapping[str, str | None] | None = None,
             return folded[fold(name)]
         return base_persistent(name)
 
-    pol: dict[tuple[str, str], tuple[Any, str] | None] = dict(policies or {})
+    pol = dict(policies or {})
     base_policy = world.policy
 
-    def new_policy(browser: str, name: str) -> tuple[Any, str] | None:
-        if (browser, name) in pol:
-            return pol[(browser, name)]
-        found: tuple[Any, str] | None = base_policy(browser, name)
-        return found
+    def new_policy(browser: str, name: str) -> PolicyRead:
+        return pol[(browser, name)] if (browser, name) in pol else base_policy(browser, name)
 
     extra = dict(service_values or {})
     base_service = world.service

@@ -240,14 +240,19 @@ def plan_move(profile: Profile, location: Location, host: Host, dest: str, *,
             skipped.append(f"not by {relocation.method}: {refused.reason}")
             continue
         break
-    if len({os.path.normcase(d) for d in dests}) != len(dests):
+    ungoverned = [p.path for p, d in zip(places, dests, strict=True) if d is None]
+    places = [p for p, d in zip(places, dests, strict=True) if d is not None]
+    moved_to = [d for d in dests if d is not None]
+    if len({os.path.normcase(d) for d in moved_to}) != len(moved_to):
         raise RefusedError(
             f"two folders of {profile.id} ({location.id}) would be moved to one destination; "
             "nothing was changed: " + ", ".join(p.path for p in places))
-    for place, dest_path in zip(places, dests, strict=True):
+    for place, dest_path in zip(places, moved_to, strict=True):
         _check_encodable(place.path, "the cache folder")
         op.pairs.append(Pair(place.path, dest_path, same_fs=False))
-    plan = MovePlan(op, warnings=[f"moving by {relocation.method}, {m}" for m in skipped])
+    plan = MovePlan(op, warnings=[f"moving by {relocation.method}, {m}" for m in skipped] + [
+        f"{path} stays where it is: the {relocation.method} method does not govern it "
+        f"(`--method link` moves it)" for path in ungoverned])
     plan.replaces = _user_setting_replaced(pic, relocation)
     _preflight(plan, profile, host, force=force, check_not_protected=check_not_protected,
                is_within=is_within)
@@ -284,7 +289,7 @@ def _config_files(relocation: ConfigRelocation) -> set[str]:
 
 
 def _destinations(op: Operation, profile: Profile, location: Location, world: World,
-                  places: list[Place]) -> list[str]:
+                  places: list[Place]) -> list[str | None]:
     """Where each folder goes. A link keeps the folder's path below the base. For a variable,
     config key or policy, the tool is resolved in the world as the move would leave it, so the
     copy goes exactly where the tool will look — and a setting that would beat the new one (a
@@ -295,14 +300,20 @@ def _destinations(op: Operation, profile: Profile, location: Location, world: Wo
     if op.method == "link" or (op.method == "env" and s.get("scope") == "service"):
         return [os.path.join(op.base, p.rel) if p.rel else op.base for p in places]
     after = _world_after(op, world)
-    dests = planned_destinations(location, after, places)
-    if all(_inside(d, op.base) for d in dests):
+    dests = planned_destinations(location, world, after, places)
+    if any(d is not None for d in dests) and all(_inside(d, op.base) for d in dests if d):
         return dests
-    shown = "; ".join(f"{p.path} ({p.how()})"
-                      for p in resolve_location(profile, location, after).places) or "nothing"
+    after_places = resolve_location(profile, location, after).places
+    if all(d is None for d in dests) and any(_inside(p.path, op.base) for p in after_places):
+        refused = _NotWhereTheToolLooks(
+            f"the {op.method} method does not govern "
+            + ", ".join(p.path for p in places) + "; nothing was changed", hint="use --method link")
+        refused.reason = "it does not govern " + ", ".join(p.path for p in places)
+        raise refused
+    shown = "; ".join(f"{p.path} ({p.how()})" for p in after_places) or "nothing"
     skipped = _skipped_file(op, location, after)
     why = (f"{profile.id} skips {s['file']} while {skipped}" if skipped else
-           f"that setting takes precedence over the {op.method} method")
+           f"a setting that takes precedence over the {op.method} method decides")
     refused = _NotWhereTheToolLooks(
         f"after a move by {op.method} {profile.id} would still look at {shown}, not at "
         f"{op.base}: {why}; nothing was changed",
@@ -337,7 +348,11 @@ def _world_after(op: Operation, world: World) -> World:
         return with_changes(world, persistent={
             k: EnvValue(v, "cachedoctor (this move)", True) for k, v in s["vars"].items()})
     if op.method == "policy":
-        return with_changes(world, policies={(s["browser"], s["policy"]): (s["value"], "this move")})
+        from cachedoctor.policies import read_policy_after_write
+
+        after = read_policy_after_write(s["browser"], s["policy"], s["value"], world.host,
+                                        world.files)
+        return with_changes(world, policies={(s["browser"], s["policy"]): after})
     from pathlib import Path
 
     from cachedoctor.configedit import ConfigSyntaxError, read_text, set_in_text, write_target
