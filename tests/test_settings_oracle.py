@@ -135,3 +135,26 @@ def test_a_move_skips_a_config_file_pip_would_not_read(isolated_home: Path,
     login = subprocess.run(["sh", "-lc", f"{sys.executable} -m pip cache dir"], capture_output=True,
                            text=True, env={**clean_env(home), **env}, timeout=120, check=True)
     assert login.stdout.strip().splitlines()[-1] == str(dest / "pip")
+
+
+def test_restore_puts_the_users_own_cache_dir_back_after_other_edits(isolated_home: Path,
+                                                                    tmp_path: Path) -> None:
+    """The move replaced the user's cache-dir (and said restore puts it back); the user then
+    edited pip.conf. The restore must set cache-dir back to the user's value — not remove it,
+    which would leave pip at its default while the data goes back to the user's folder."""
+    home = isolated_home
+    conf = home / ".config" / "pip" / "pip.conf"
+    conf.parent.mkdir(parents=True)
+    mine = home / "mine"
+    (mine / "http-v2").mkdir(parents=True)
+    (mine / "http-v2" / "entry").write_bytes(b"precious")
+    conf.write_text(f"[global]\ncache-dir = {mine}\n", encoding="utf-8")
+    moved = cli(home, {}, "move", "pip", str(tmp_path / "dest"), "--method", "config", "--yes")
+    assert moved.returncode == 0 and "replaces your own setting" in moved.stderr, moved.stderr
+    with conf.open("a", encoding="utf-8") as fh:
+        fh.write("timeout = 60\n")
+    back = cli(home, {}, "restore", "pip", "--yes")
+    assert back.returncode == 0, back.stderr
+    assert real_answer("pip", home, {}, tmp_path) == str(mine)
+    assert (mine / "http-v2" / "entry").read_bytes() == b"precious"
+    assert conf.read_text(encoding="utf-8") == f"[global]\ncache-dir = {mine}\ntimeout = 60\n"

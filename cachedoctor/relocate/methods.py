@@ -252,5 +252,25 @@ def _revert_config(op: Operation) -> list[str]:
         return [f"restored {path}"]
     from cachedoctor import configedit
 
-    configedit.remove_key(path, s["format"], s["key"], section=s.get("section"))
-    return [f"{path} was edited since the move; removed only {s['key']}"]
+    fmt, key, section = s["format"], s["key"], s.get("section")
+    now = _key_in(current, fmt, key, section)
+    if now != s["value"]:  # the user set the key themselves since: theirs stays
+        return [f"{path}: {key} was changed since the move (to {now!r}); left as it is"]
+    was = _key_in(before, fmt, key, section)
+    if was is configedit.MISSING:
+        configedit.remove_key(path, fmt, key, section=section)
+        return [f"{path} was edited since the move; removed only {key}"]
+    configedit.set_key(path, fmt, key, was, section=section)
+    return [f"{path} was edited since the move; set only {key} back to {was!r}"]
+
+
+def _key_in(text: str | None, fmt: str, key: str | list[str], section: str | None) -> Any:
+    """The key's value in a config text; configedit.MISSING when absent (or unreadable)."""
+    from cachedoctor import configedit
+
+    if text is None:
+        return configedit.MISSING
+    try:
+        return configedit.get_in_text(text, fmt, key, section=section)
+    except (KeyError, configedit.ConfigSyntaxError, ValueError):
+        return configedit.MISSING
