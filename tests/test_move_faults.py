@@ -204,3 +204,40 @@ def test_kill_9_during_a_move_by_any_method_many_trials(
         method: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> None:
     seed = int.from_bytes(os.urandom(4), "big")
     assert run_method_trials(method, 30, seed, tmp_path, monkeypatch, isolated_home) >= 20
+
+
+def test_a_killed_move_of_several_locations_is_finished_and_continued_by_the_same_command(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolated_home: Path) -> None:
+    """`move TOOL DEST` moves every present location in turn. Killed in the second one, the
+    same command (even without the --method it was given) finishes that one and moves the
+    ones it had not reached, the same way."""
+    profiles = tmp_path / "profiles"
+    extra = "".join(
+        f"- id: loc{i}\n"
+        f"  paths: {{linux: \"~/.cache/foo{i}\"}}\n"
+        "  safe_to_delete: true\n"
+        f"  relocate: [{{method: env, vars: {{FOO{i}: \"{{dest}}\"}}}}, {{method: link}}]\n"
+        for i in (1, 2, 3))
+    write_profile(profiles, extra_locations=extra)
+    monkeypatch.setenv("CACHEDOCTOR_PROFILES_DIR", str(profiles))
+    folders = [isolated_home / ".cache" / name for name in ("foo", "foo1", "foo2", "foo3")]
+    for folder in folders:
+        build_tree(folder)
+    reference = [snapshot(f) for f in folders]
+    shm = Path("/dev/shm") / f"cachedoctor-multi-{uuid.uuid4().hex[:8]}"
+    try:
+        total = count_points("move", "foo", str(shm / "probe"), "--method", "link", "--yes",
+                             report=tmp_path / "count")
+        assert cli("restore", "foo", "--yes").returncode == 0
+        shutil.rmtree(shm / "probe", ignore_errors=True)
+        killed = cli("move", "foo", str(shm / "dest"), "--method", "link", "--yes",
+                     env={"CACHEDOCTOR_FAULT_AT": str(total * 3 // 8)})
+        assert killed.returncode == -9
+        again = cli("move", "foo", str(shm / "dest"), "--yes")
+        assert again.returncode == 0, again.stderr
+        for folder, before in zip(folders, reference, strict=True):
+            assert folder.is_symlink(), f"{folder} was not moved"
+            assert snapshot(folder) == before
+        assert pending() == [] and leftovers(isolated_home / ".cache") == []
+    finally:
+        shutil.rmtree(shm, ignore_errors=True)

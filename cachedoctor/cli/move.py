@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -24,6 +25,7 @@ if TYPE_CHECKING:
     from cachedoctor.host import Host
     from cachedoctor.relocate import RestorePlan
     from cachedoctor.relocate.engine import Outcome
+    from cachedoctor.relocate.journal import Operation
     from cachedoctor.relocate.plan import MovePlan
 
 LocationOption = Annotated[
@@ -80,10 +82,16 @@ def move(
     documents: list[dict[str, Any]] = []
     unfinished = [op for op in journal.load_all() if op.tool == profile.id
                   and (location is None or op.location == location)]
+    locations = []
     if unfinished:  # the same command finishes an interrupted move, whatever its phase
         locations = [profile.require_location(op.location) for op in unfinished]
-    else:
-        locations = choose_locations(profile, observe(host), location)
+        method, link, verify = _as_interrupted(unfinished[0], method, link, verify)
+    if location is not None or not unfinished:
+        locations = locations or choose_locations(profile, observe(host), location)
+    else:  # then the locations the interrupted command had not reached yet
+        with contextlib.suppress(UserInputError):
+            locations += [loc for loc in choose_locations(profile, observe(host), None)
+                          if loc not in locations]
     for loc in locations:
         with cache_lock(profile.id, loc.id):
             plan = plan_move(profile, loc, host, dest, method=method, link=link,  # type: ignore[arg-type]
@@ -117,6 +125,20 @@ def move(
     if json_out:
         emit_json({"operations": documents})
     raise typer.Exit(EXIT_OK)
+
+
+def _as_interrupted(op: Operation, method: str | None, link: str | None,
+                    verify: str) -> tuple[str | None, str | None, str]:
+    """The options the interrupted command was given: it is finished as journaled, and the
+    locations it had not reached yet are moved the same way. Options that differ are said."""
+    asked = op.settings.get("asked") or {"method": op.method, "link": None}
+    for name, given, journaled in (("--method", method, op.method), ("--verify", verify, op.verify)):
+        if given is not None and given != journaled and not (name == "--verify" and given == "size"):
+            warn(f"the interrupted move of {op.tool} ({op.location}) is finished by its journal "
+                 f"({name} {journaled}); {name} {given} is not used for it")
+    return (method if method is not None else asked.get("method"),
+            link if link is not None else asked.get("link"),
+            op.verify if verify == "size" else verify)
 
 
 @app.command()

@@ -216,6 +216,7 @@ def plan_move(profile: Profile, location: Location, host: Host, dest: str, *,
     skipped: list[str] = []
     for relocation in candidates:
         settings = resolve_settings(relocation, base, host, link=link)
+        settings["asked"] = {"method": method, "link": link}  # a resumed command goes on alike
         op = Operation(id=new_id(), kind="move", tool=profile.id, location=location.id,
                        method=relocation.method, dest_root=dest_root, base=base, pairs=[],
                        verify=verify, settings=settings, profiles_dirs=list(profiles_dirs or []))
