@@ -90,7 +90,11 @@ def test_a_variable_new_shells_get_but_this_shell_does_not_is_a_hint_with_the_li
 
 
 def test_a_service_without_the_variable_is_reported_with_the_drop_in_that_sets_it() -> None:
+    """cachedoctor moved the models by variable: the service must have it (an error, with the
+    drop-in that sets it). The user's own shell variable may be meant for `ollama serve` run by
+    hand: a hint, and no command that points the service at a folder in the user's home."""
     from cachedoctor.locate.services import ServiceEnv
+    from cachedoctor.relocate.journal import Operation
 
     ollama = BUILTIN["ollama"]
     host = HOSTS["linux"]
@@ -98,9 +102,16 @@ def test_a_service_without_the_variable_is_reported_with_the_drop_in_that_sets_i
     world = World.of(host, DictFiles(), services={"ollama.service": unit},
                      persistent={"OLLAMA_MODELS": EnvValue("/data/models", "~/.bashrc:9")})
     [finding] = [f for f in apply_rules(ollama, world, {})[0] if f.check == "service-env-not-set"]
-    assert finding.severity == "warning" and "~/.bashrc:9" in finding.message
-    assert finding.fix is not None
-    assert "Environment=\"OLLAMA_MODELS=/data/models\"" in finding.fix
+    assert finding.severity == "hint" and "~/.bashrc:9" in finding.message
+    assert finding.fix is None
+    record = Operation(id="1", kind="move", tool="ollama", location="models", method="env",
+                       dest_root="/mnt/d", base="/mnt/d/ollama/models", pairs=[],
+                       verify="size", settings={})
+    world = World.of(host, DictFiles(), services={"ollama.service": unit},
+                     records={"ollama/models": record})
+    [finding] = [f for f in apply_rules(ollama, world, {})[0] if f.check == "service-env-not-set"]
+    assert finding.severity == "error" and finding.fix is not None
+    assert "Environment=\"OLLAMA_MODELS=/mnt/d/ollama/models\"" in finding.fix
     assert "sudo systemctl restart ollama.service" in finding.fix
 
 

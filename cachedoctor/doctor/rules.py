@@ -194,21 +194,31 @@ def service_env(ctx: RuleContext) -> list[Finding]:
     name = setting.env[0]
     record = ctx.picture.record
     wanted = record.base if record is not None and record.method == "env" else None
-    user_value = ctx.world.persistent(name)
     have = service.values.get(name, (None, ""))[0]
-    if wanted is None and user_value is not None and have != user_value.value:
-        wanted = user_value.value
-    if wanted is None or have == wanted:
+    user_value = ctx.world.persistent(name)
+    if wanted is None:
+        if user_value is None or user_value.managed or have == user_value.value:
+            return []
+        # the user's own shell variable may be meant for `ollama serve` started by hand, not
+        # for the service (another user, another folder): said, never "fixed" by default
+        return [ctx.finding(
+            "service-env-not-set", "hint",
+            f"{name}={user_value.value} is set in {user_value.origin}, but {unit} does not "
+            f"read shells and uses {', '.join(p.path for p in ctx.picture.places) or 'its default'}.",
+            f"If the service should use that folder too, set {name} in a drop-in of {unit} "
+            "(`sudo systemctl edit " + unit + "`); the service's own user must be able to write "
+            "it. `cachedoctor move` does both for you.",
+            None, path=service.file, value=have)]
+    if have == wanted:
         return []
     folder = f"/etc/systemd/system/{unit}.d"
     fix = (command(host, "sudo", "mkdir", "-p", folder) + " && printf '%s\\n' "
            + command(host, "[Service]", f'Environment="{name}={wanted}"') + " | "
            + command(host, "sudo", "tee", f"{folder}/cachedoctor.conf") + " >/dev/null && "
            + f"sudo systemctl daemon-reload && sudo systemctl restart {unit}")
-    who = "cachedoctor moved the cache there" if record is not None else (
-        f"you set it in {user_value.origin}" if user_value is not None else "")
+    who = "cachedoctor moved the cache there"
     return [ctx.finding(
-        "service-env-not-set", "error" if record is not None else "warning",
+        "service-env-not-set", "error",
         f"{unit} does not have {name}={wanted} ({who}); the service uses "
         f"{', '.join(p.path for p in ctx.picture.places) or 'its default'}.",
         f"{ctx.profile.name} reads {name} from its service's own environment, never from shells.",
