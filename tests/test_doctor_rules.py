@@ -142,6 +142,18 @@ def test_a_move_fix_names_a_real_destination_on_another_drive_with_room() -> Non
     assert choose_dest([Candidate("C:\\", 1, 1, "NTFS"), Candidate("D:\\", 2, 9 << 40, "NTFS")],
                        source_device=1, needed=1, host=win) == "D:\\ai-cache"
     assert DEST_PLACEHOLDER == "<DEST on another drive>"
+    # a previous DEST below a nested mount is on the inner drive (here the cache's own one)
+    outer, inner = Candidate("/mnt/data", 1, 500 << 30, "ext4"), Candidate("/mnt/data/ssd", 2, 1 << 30, "ext4")
+    assert choose_dest([outer, inner], source_device=2, needed=10 << 30,
+                       previous=["/mnt/data/ssd/ai-cache"], host=host) == "/mnt/data/ai-cache"
+    # a drive the move would leave (nearly) full is not suggested: 2 GiB or 10% stay free
+    tight = Candidate("/mnt/small", 3, int(10.6 * (1 << 30)), "ext4", total_bytes=100 << 30)
+    assert choose_dest([tight], source_device=1, needed=10 << 30, host=host) is None
+    roomy = Candidate("/mnt/small", 3, 30 << 30, "ext4", total_bytes=100 << 30)
+    assert choose_dest([roomy], source_device=1, needed=10 << 30, host=host) == "/mnt/small/ai-cache"
+    # off a RAM disk, the system drive is a fine place: in the home folder, which one can write
+    system = Candidate("/", 4, 200 << 30, "ext4", folder="/home/ann")
+    assert choose_dest([system], source_device=9, needed=1 << 30, host=host) == "/home/ann/ai-cache"
 
 
 @needs_root
@@ -157,6 +169,16 @@ def test_a_cache_on_a_ram_disk_is_a_warning_with_a_move_fix(tmpfs: Path, isolate
     assert finding.severity == "warning" and "tmpfs" in finding.message
     assert finding.fix is not None and finding.fix.startswith("cachedoctor move demo ")
     assert "--location cache" in finding.fix
+    # the user's own link onto the RAM disk: move refuses a link it did not make, so the fix
+    # puts the data back first
+    default = isolated_home / ".cache" / "demo"
+    default.parent.mkdir(parents=True, exist_ok=True)
+    default.symlink_to(cache)
+    host = Host("linux", {k: v for k, v in os.environ.items() if k != "DEMO_CACHE"},
+                str(isolated_home))
+    [finding] = [f for f in apply_rules(DEMO, observe(host), {})[0] if f.check == "cache-on-ram-disk"]
+    assert finding.fix is not None
+    assert finding.fix.startswith("cachedoctor restore demo --location cache && cachedoctor move demo ")
 
 
 @needs_root

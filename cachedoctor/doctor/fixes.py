@@ -49,23 +49,43 @@ class Candidate:
     device: int  # st_dev of the mount point
     free_bytes: int
     fstype: str
+    total_bytes: int = 0  # 0: unknown
+    folder: str | None = None  # where on it a new `ai-cache` goes (your home on the system drive)
+
+
+RESERVE_BYTES = 2 << 30  # a drive is never suggested if the move would leave it with less
+RESERVE_SHARE = 0.10  # ... or with less than this share of its size free
+
+
+def has_room(candidate: Candidate, needed: int) -> bool:
+    """Room for `needed` bytes with the drive still usable afterwards."""
+    reserve = max(RESERVE_BYTES, int(candidate.total_bytes * RESERVE_SHARE))
+    return candidate.free_bytes - needed >= reserve
 
 
 def choose_dest(candidates: Iterable[Candidate], *, source_device: int | None, needed: int,
                 previous: Sequence[str] = (), host: Host) -> str | None:
     """Pure: a DEST for a move that exists, is on another drive than the cache and has room
-    for it (with a 5% margin): a folder cachedoctor moved caches to before when one fits
-    (the user's own `D:\\ai-cache`), else `ai-cache` on the drive with the most free space."""
-    room = [c for c in candidates if c.device != source_device and c.free_bytes > needed * 1.05]
+    for it with a reserve left: a folder cachedoctor moved caches to before when its drive (the
+    deepest mount holding it) fits (the user's own `D:\\ai-cache`), else `ai-cache` on the
+    drive with the most free space (in your home when that is the system drive)."""
+    candidates = list(candidates)
+    room = [c for c in candidates if c.device != source_device and has_room(c, needed)]
     for folder in previous:
-        for candidate in room:
-            if _inside(folder, candidate.mount, host):
-                return folder
+        holder = _holder(folder, candidates, host)
+        if holder is not None and holder in room:
+            return folder
     if not room:
         return None
     best = max(room, key=lambda c: c.free_bytes)
     sep = "\\" if host.is_windows else "/"
-    return best.mount.rstrip("\\/") + sep + "ai-cache"
+    return (best.folder or best.mount).rstrip("\\/") + sep + "ai-cache"
+
+
+def _holder(path: str, candidates: list[Candidate], host: Host) -> Candidate | None:
+    """The drive `path` is on: the deepest mount that holds it."""
+    holding = [c for c in candidates if _inside(path, c.mount, host)]
+    return max(holding, key=lambda c: len(c.mount.rstrip("\\/")), default=None)
 
 
 def _inside(path: str, mount: str, host: Host) -> bool:
@@ -77,36 +97,45 @@ def _inside(path: str, mount: str, host: Host) -> bool:
 
 
 def live_candidates(host: Host) -> list[Candidate]:
-    """This machine's drives (mounted local filesystems one can write to)."""
+    """This machine's drives (mounted local filesystems one can write to). On the drive that
+    holds the home folder, a new folder goes in the home folder (a user cannot write `/`)."""
     from cachedoctor.drives import partitions
 
+    mounts = [(m, fstype, options) for m, _device, fstype, options in partitions()]
+    home_mount = max((m for m, _f, _o in mounts if _inside(host.home, m, host)),
+                     key=lambda m: len(m.rstrip("\\/")), default=None)
     out: list[Candidate] = []
     seen: set[int] = set()
-    for mount, _device, fstype, options in partitions():
-        if fstype.lower() not in _DRIVE_FS or "ro" in options or (mount == "/" and not host.is_windows):
+    for mount, fstype, options in mounts:
+        if fstype.lower() not in _DRIVE_FS or "ro" in options:
             continue
         if not host.is_windows and mount.startswith(_NOT_DRIVES):
             continue
+        folder = host.home if mount == home_mount and not host.is_windows else None
         try:
             st = os.stat(mount)
             usage = os.statvfs(mount) if hasattr(os, "statvfs") else None
         except OSError:
             continue
-        if st.st_dev in seen or not os.access(mount, os.W_OK):
+        if st.st_dev in seen or not os.access(folder or mount, os.W_OK):
             continue
         seen.add(st.st_dev)
-        free = usage.f_bavail * usage.f_frsize if usage is not None else _free(mount)
-        out.append(Candidate(mount, st.st_dev, free, fstype))
+        if usage is not None:
+            free, total = usage.f_bavail * usage.f_frsize, usage.f_blocks * usage.f_frsize
+        else:
+            free, total = _usage(mount)
+        out.append(Candidate(mount, st.st_dev, free, fstype, total, folder))
     return out
 
 
-def _free(path: str) -> int:
+def _usage(path: str) -> tuple[int, int]:
     import shutil
 
     try:
-        return shutil.disk_usage(path).free
+        usage = shutil.disk_usage(path)
     except OSError:
-        return 0
+        return 0, 0
+    return usage.free, usage.total
 
 
 def suggest_dest(host: Host, *, data_path: str | None, needed: int,

@@ -138,8 +138,17 @@ def ram_disk(ctx: RuleContext) -> list[Finding]:
             f"{ctx.profile.name}'s {ctx.location} ({place.data}) is on a RAM disk "
             f"({drive.fstype} at {drive.mount}): it is emptied at every reboot.",
             "Every restart starts cold: downloads, builds or compilations are done again.",
-            ctx.move_fix(place), path=place.path, value=drive.fstype))
+            _off_a_link(ctx, place), path=place.path, value=drive.fstype))
     return out
+
+
+def _off_a_link(ctx: RuleContext, place: Place) -> str:
+    """The move of a cache that is a link (someone's own link onto a RAM disk): `move` refuses
+    a link it did not make, so the data is put back first (`restore` copies it and leaves the
+    link's target alone), then moved."""
+    if place.link is None:
+        return ctx.move_fix(place)
+    return f"{ctx.restore_fix()} && {ctx.move_fix(place)}"
 
 
 def env_not_seen(ctx: RuleContext) -> list[Finding]:
