@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import posixpath
 import re
 import shutil
 from dataclasses import dataclass
@@ -52,6 +53,48 @@ def parse_proc_mounts(text: str) -> tuple[Mount, ...]:
             device, mountpoint, fstype, options = (_unescape(f) for f in fields[:4])
             mounts.append((mountpoint, device, fstype, tuple(options.split(","))))
     return tuple(mounts)
+
+
+def mount_aliases(path: str) -> list[str]:
+    """The other paths the folder `path` (a real path) can be reached under on this machine:
+    bind mounts of it, of a folder above it, or of folders inside it (Linux; elsewhere none)."""
+    try:
+        with open("/proc/self/mountinfo", encoding="utf-8", errors="surrogateescape") as fh:
+            return aliases_in(path, fh.read())
+    except OSError:
+        return []
+
+
+def aliases_in(path: str, mountinfo: str) -> list[str]:
+    """Pure: the aliases of `path` given /proc/self/mountinfo's text (proc(5): fields 3-5 are
+    the filesystem's major:minor, the mount's root inside that filesystem, its mount point).
+    Two mounts with the same major:minor show the same filesystem; a mount whose root holds
+    the folder's own path inside the filesystem shows the folder again."""
+    entries: list[tuple[str, str, str]] = []
+    for line in mountinfo.splitlines():
+        fields = line.split()
+        if len(fields) >= 5:
+            entries.append((fields[2], _unescape(fields[3]), _unescape(fields[4])))
+    holders = [e for e in entries if _is_under(path, e[2])]
+    if not holders:
+        return []
+    dev, root, point = max(holders, key=lambda e: len(e[2]))
+    inside = posixpath.join(root, posixpath.relpath(path, point))
+    out: list[str] = []
+    for other_dev, other_root, other_point in entries:
+        if other_dev != dev or other_point == point:
+            continue
+        if _is_under(inside, other_root):
+            out.append(posixpath.normpath(
+                posixpath.join(other_point, posixpath.relpath(inside, other_root))))
+        elif _is_under(other_root, inside):
+            out.append(other_point)
+    return sorted(set(out) - {path})
+
+
+def _is_under(path: str, folder: str) -> bool:
+    folder = folder.rstrip("/") or "/"
+    return path == folder or path.startswith(folder + "/") or folder == "/"
 
 
 def _unescape(field: str) -> str:

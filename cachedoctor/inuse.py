@@ -241,6 +241,11 @@ class _Folders:
         for folder in folders:
             real = os.path.realpath(os.fspath(folder))
             by_key[self._key(real)] = real
+            if sys.platform.startswith("linux"):  # a process may use it through a bind mount
+                from cachedoctor.drives import mount_aliases
+
+                for alias in mount_aliases(real):
+                    by_key.setdefault(self._key(alias), real)
         # Deepest first, so nested folders report the innermost one.
         ordered = sorted(by_key.items(), key=lambda kv: len(kv[0]), reverse=True)
         self._exact = by_key
@@ -270,15 +275,18 @@ def _with_sep(path: str) -> str:
 
 
 def _is_cachedoctor(view: ProcessView) -> bool:
-    """Started as `cachedoctor ...` or `python -m cachedoctor ...`."""
+    """Started as `cachedoctor ...`, `python .../cachedoctor ...` or `python -m cachedoctor ...`."""
     try:
         argv = view.command()
     except Gone:
         return False
     if not argv:
         return False
-    if os.path.basename(argv[0]).lower().removesuffix(".exe") == "cachedoctor":
+    names = [os.path.basename(a).lower().removesuffix(".exe") for a in argv[:2]]
+    if names[0] == "cachedoctor":
         return True
+    if len(names) > 1 and names[1] == "cachedoctor" and names[0].startswith("python"):
+        return True  # the console script run by its interpreter: python3 .../bin/cachedoctor
     return any(a == "-m" and b == "cachedoctor" for a, b in itertools.pairwise(argv))
 
 

@@ -557,3 +557,61 @@ def test_the_name_hint_skips_this_process_and_zombies_but_not_other_processes(
             os.waitpid(fork, 0)
     finally:
         forget_snapshot()
+
+
+@real_processes
+def test_cachedoctor_run_by_its_console_script_is_not_a_use(children: Children, cache: Path,
+                                                            tmp_path: Path) -> None:
+    """`python3 .../bin/cachedoctor scan` (how a console script shows in the process table)."""
+    blob = cache / "sub" / "blob.bin"
+    script = tmp_path / "bin" / "cachedoctor"
+    script.parent.mkdir()
+    script.write_text(f"f = open({str(blob)!r}, 'rb')\nprint({READY!r}, flush=True)\n"
+                      "import time\nwhile True: time.sleep(60)\n", encoding="utf-8")
+    proc = subprocess.Popen([sys.executable, str(script)], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, text=True)
+    children.procs.append(proc)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == READY
+    assert proc.pid not in find_uses([cache]).pids
+    other = children.start(f"f = open({str(blob)!r}, 'rb')")  # a python that is not it
+    assert other.pid in find_uses([cache]).pids
+
+
+MOUNTINFO = """\
+22 1 8:1 / / rw,relatime - ext4 /dev/sda1 rw
+30 22 8:1 /home/ann/.cache/pip /srv/bind rw - ext4 /dev/sda1 rw
+31 22 8:1 /home/ann /mnt/home\\040copy rw - ext4 /dev/sda1 rw
+32 22 8:1 /home/ann/.cache/pip/http /inner rw - ext4 /dev/sda1 rw
+33 22 0:41 /home/ann/.cache/pip /other-fs rw - btrfs /dev/sdb rw
+"""
+
+
+def test_bind_mounts_of_a_folder_above_or_inside_are_aliases() -> None:
+    from cachedoctor.drives import aliases_in
+
+    assert aliases_in("/home/ann/.cache/pip", MOUNTINFO) == [
+        "/inner", "/mnt/home copy/.cache/pip", "/srv/bind"]
+    assert aliases_in("/home/ann/.cache/npm", MOUNTINFO) == ["/mnt/home copy/.cache/npm"]
+    assert aliases_in("/srv/bind/http", MOUNTINFO) == [
+        "/home/ann/.cache/pip/http", "/inner", "/mnt/home copy/.cache/pip/http"]
+
+
+@real_processes
+def test_a_process_using_the_cache_through_a_bind_mount_is_found(children: Children,
+                                                                 cache: Path, tmp_path: Path) -> None:
+    from tests.conftest import mount_skip_reason
+
+    reason = mount_skip_reason()
+    if reason:
+        pytest.skip(reason)
+    bind = tmp_path / "bind"
+    bind.mkdir()
+    subprocess.run(["mount", "--bind", str(cache), str(bind)], check=True)
+    try:
+        holder = children.start(f"f = open({str(bind / 'sub' / 'blob.bin')!r}, 'rb')")
+        report = find_uses([cache])
+        assert holder.pid in report.pids
+        assert [u.folder for u in _uses_of(report, holder.pid)] == [_real(cache)]
+    finally:
+        children.kill_all()
+        subprocess.run(["umount", str(bind)], check=False)
