@@ -104,6 +104,11 @@ class SettingDiffers(_Condition):
     type: Literal["setting_differs"]
     preset: str
     key: str | list[str] | None = None
+    unset_counts: bool = Field(
+        default=True,
+        description="An absent key (or file) counts as differing; false when the tool's own "
+        "default is the tuned value (Cargo's auto-clean is daily unless set otherwise).",
+    )
 
 
 class SettingBelow(_Condition):

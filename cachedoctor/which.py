@@ -51,10 +51,13 @@ class WhichResult:
 
 
 def which(path: str, profiles: Sequence[Profile], world: World) -> WhichResult:
+    from cachedoctor.errors import UserInputError
     from cachedoctor.locate import pictures
     from cachedoctor.relocate.plan import relocation_methods
     from cachedoctor.safety import protected_reason
 
+    if not path.strip():
+        raise UserInputError("which needs a path: a folder or file, e.g. the one filling your drive")
     host = world.host
     target = os.path.abspath(os.path.expanduser(path))
     real = os.path.realpath(target)
@@ -64,8 +67,8 @@ def which(path: str, profiles: Sequence[Profile], world: World) -> WhichResult:
         profile = by_id[pic.tool]
         for folder, how, unused in _folders(pic):
             relation = _relation(target, real, folder, world)
-            if relation is None:
-                continue
+            if relation is None or (relation == "contains" and not world.files.lexists(folder)):
+                continue  # a folder it would hold if it existed says nothing about PATH
             loc = pic.location
             result.owners.append(Owner(
                 pic.tool, profile.name, loc.id, loc.kind, folder,

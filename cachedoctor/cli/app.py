@@ -48,7 +48,7 @@ def _warn_about_unfinished_operations() -> None:
     from cachedoctor.relocate.journal import damaged, pending_operations
 
     for op in pending_operations():
-        warn(f"{op.summary}; finish it with `{op.finish_command}` or roll it back with `{op.rollback_command}`")
+        warn(f"{op.summary}; {op.what_to_do()}")
     for file, problem in damaged():
         op_id = file.rsplit("/", 1)[-1].removesuffix(".json")
         warn(f"the journal file {file} is damaged ({problem}): an interrupted move or restore "
@@ -122,8 +122,7 @@ def _tell_what_is_unfinished() -> None:
         from cachedoctor.relocate.journal import pending_operations
 
         for op in pending_operations():
-            sys.stderr.write(f"{op.summary}; nothing is lost: `{op.finish_command}` finishes "
-                             f"it, `{op.rollback_command}` rolls it back\n")
+            sys.stderr.write(f"{op.summary}; nothing is lost: {op.what_to_do()}\n")
     except Exception:
         return
 

@@ -82,7 +82,8 @@ def _render(rows: list[dict[str, Any]], problems: tuple[str, ...]) -> None:
         head = f"[bold]{escape(row['tool'])}[/bold] {escape(row['location'])}"
         places = row["places"] or [{"path": "(no path on this system)", "how": "", "exists": False}]
         for index, place in enumerate(places):
-            missing = "" if place["exists"] else "  [dim](does not exist yet)[/dim]"
+            missing = ("  [yellow](broken link: its target is missing)[/yellow]" if place["broken"]
+                       else "" if place["exists"] else "  [dim](does not exist yet)[/dim]")
             prefix = head if index == 0 else " " * len(f"{row['tool']} {row['location']}")
             console.print(f"{prefix}  {escape(place['path'])}{missing}", highlight=False)
             if place["how"]:
@@ -155,7 +156,8 @@ def _render_which(result: WhichResult) -> None:
         console.print(f"  how: {escape(owner.how)}", highlight=False)
         safe = "yes" if owner.safe_to_delete else "NO"
         clean = f"; the tool's own clean: {' '.join(owner.clean_command)}" if owner.clean_command else ""
-        console.print(f"  safe to delete: {safe}{escape(clean)}", highlight=False)
+        what = "" if owner.relation != "contains" else f" (that folder, not {result.path})"
+        console.print(f"  safe to delete{escape(what)}: {safe}{escape(clean)}", highlight=False)
         if owner.move_methods:
             console.print(f"  move it: cachedoctor move {owner.tool} DEST --location {owner.location} "
                           f"(methods: {', '.join(owner.move_methods)})", highlight=False)

@@ -279,6 +279,8 @@ def _setting_differs(cond: c.SettingDiffers, ctx: Context) -> list[Hit]:
     where, rows = _read_settings(ctx, cond.preset, cond.key)
     wrong = []
     for key, wanted, current in rows:
+        if current is MISSING and not cond.unset_counts:
+            continue
         if wanted is not None and not _same(wanted, current):
             shown = "missing" if current is MISSING else json.dumps(current, default=str)
             wrong.append(f"{_key_text(key)} = {shown} (tuned: {json.dumps(wanted, default=str)})")

@@ -115,6 +115,13 @@ class PendingOperation:
     id: str = ""
     file: str = ""
 
+    def what_to_do(self) -> str:
+        """The commands that end it: a move is finished or rolled back; a restore (itself the
+        way back) is only finished."""
+        if self.rollback_command == self.finish_command:
+            return f"`{self.finish_command}` finishes it"
+        return f"`{self.finish_command}` finishes it, `{self.rollback_command}` rolls it back"
+
 
 def _file(op_id: str) -> Path:
     return journal_dir() / f"{op_id}.json"

@@ -26,6 +26,10 @@ if TYPE_CHECKING:
     from cachedoctor.locate.world import World
 
 RAM_FS = {"tmpfs", "ramfs"}  # emptied at reboot
+# kernel interfaces that look like folders (proc(5), sysfs(5), ...): never a destination
+PSEUDO_FS = {"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "securityfs", "debugfs",
+             "tracefs", "pstore", "bpf", "configfs", "fusectl", "mqueue", "hugetlbfs", "autofs",
+             "efivarfs", "binfmt_misc", "rpc_pipefs", "nsfs", "selinuxfs"}
 NETWORK_FS = {"nfs", "nfs4", "cifs", "smb", "smbfs", "smb3", "fuse.sshfs", "sshfs", "afpfs",
               "davfs", "fuse.davfs2", "webdav", "fuse.rclone", "ncpfs", "glusterfs", "ceph"}
 MIN_MARGIN = 1024 * 1024
@@ -173,6 +177,9 @@ def plan_move(profile: Profile, location: Location, host: Host, dest: str, *,
 
     if verify not in ("size", "hash"):
         raise UserInputError(f"--verify must be size or hash, not {verify!r}")
+    if not dest.strip():
+        raise UserInputError("DEST is empty: name the folder the cache goes to "
+                             "(it lands in DEST/<tool>)")
     dest_root = os.path.abspath(to_host_path(dest, host))
     _check_encodable(dest_root, "DEST")
     pending = journal.find(profile.id, location.id)
@@ -413,6 +420,10 @@ def _preflight(plan: MovePlan, profile: Profile, host: Host, *, force: bool,
         raise RefusedError(f"cannot write to {existing}")
     drive = drive_of(op.base)
     if drive is not None:
+        if drive.fstype.lower() in PSEUDO_FS:
+            raise RefusedError(f"{op.dest_root} is on {drive.fstype} at {drive.mount}, a kernel "
+                               "interface, not a drive: it cannot hold a cache",
+                               hint="choose a folder on a real drive")
         if drive.fstype.lower() in NETWORK_FS:
             raise RefusedError(f"{op.dest_root} is on a network filesystem ({drive.fstype}); "
                                "caches need a local drive")
