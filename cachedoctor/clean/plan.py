@@ -41,6 +41,7 @@ from cachedoctor.cacheunits import (
     usage_clock,
 )
 from cachedoctor.cacheunits.base import names_step
+from cachedoctor.cacheunits.listing import nested_rules
 from cachedoctor.clean.command import program_inside, resolve_command
 from cachedoctor.clean.model import (
     CleanPlan,
@@ -55,7 +56,7 @@ from cachedoctor.errors import RefusedError, UserInputError
 from cachedoctor.host import Host
 from cachedoctor.profiles.model import Location, Profile
 from cachedoctor.safedelete import FileInfo, Rules, walk_files
-from cachedoctor.safety import check_not_protected, is_within
+from cachedoctor.safety import check_not_protected
 
 if TYPE_CHECKING:
     from cachedoctor.inuse import UseReport
@@ -127,7 +128,7 @@ def plan_clean(
                 continue
             if report.in_use:
                 target.reasons.append(f"in use, going ahead because of --force: {report.describe()}")
-            target.rules = _with_nested_excluded(target.rules, target.root, others)
+            target.rules = nested_rules(target.rules, target.root, others)
             if measure or target.mode != "empty" or target.unit_specs:
                 found = _measure(target, policy, matched)
                 if found is not None:
@@ -306,20 +307,6 @@ def _cap(max_size: int | None, quota: int | None) -> tuple[int | None, str | Non
     if quota is not None:
         return quota, "quota"
     return None, None
-
-
-def _with_nested_excluded(rules: Rules, root: str, others: list[str]) -> Rules:
-    """Other declared locations inside this root are cleaned by their own rules, never by ours."""
-    nested: list[str] = []
-    for other in others:
-        for candidate in {other, os.path.realpath(other)}:
-            if candidate != root and is_within(candidate, root):
-                rel = os.path.relpath(candidate, root).replace(os.sep, "/")
-                if not rel.startswith("..") and rel not in nested:
-                    nested.append(rel)
-    if not nested:
-        return rules
-    return Rules(keep=rules.keep, only=rules.only, exclude=rules.exclude | frozenset(nested))
 
 
 # ------------------------------------------------------------------------------- measuring
