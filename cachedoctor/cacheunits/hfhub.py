@@ -63,7 +63,13 @@ class HfHub:
                               match.group(2).replace("--", "/"))
             units.append(repo.unit)
             garbage.extend(_repo_garbage(tree, repo))
+        garbage.extend(_unused_payloads(tree, units))
         return units, garbage
+
+    def pinned(self, spec: HfHubUnits, tree: Tree) -> list[str]:
+        """The shared store is structure, not loose files: its marker and `.refs` manifests
+        go only with the payloads they describe."""
+        return [SHARED_STORE] if tree.get(f"{SHARED_STORE}/{SHARED_MARKER}") else []
 
     def removal(self, unit: Unit, tree: Tree, gone: Gone) -> list[Step]:
         return repo_removal(tree, unit.path, gone)
@@ -78,9 +84,11 @@ class HfHub:
 
     @staticmethod
     def commit_of(unit: Unit, wanted: str) -> str | None:
-        """A revision of the unit by commit (a prefix of 7 or more) or by ref name."""
+        """A revision of the unit by commit (a prefix of 7 or more) or by ref name (`pr/1`
+        for the ref huggingface_hub stores as `refs/pr/1`)."""
         for rev in unit.revisions:
-            if wanted in rev.refs or (len(wanted) >= 7 and rev.commit.startswith(wanted)):
+            named = wanted in rev.refs or f"refs/{wanted}" in rev.refs
+            if named or (len(wanted) >= 7 and rev.commit.startswith(wanted)):
                 return rev.commit
         return None
 
@@ -107,6 +115,22 @@ def _payload_steps(tree: Tree, payloads: Iterable[str], gone: Gone) -> list[Step
             freed.add(rel)
             freed.update(rel + s for s in _SHARED_SIDECARS if tree.get(rel + s) is not None)
     return names_step(tree, SHARED_STORE, freed, "shared blobs") if freed else []
+
+
+def _unused_payloads(tree: Tree, units: list[Unit]) -> list[Garbage]:
+    """Shared store payloads no repo's blob links to (with their manifest and lock)."""
+    if tree.get(f"{SHARED_STORE}/{SHARED_MARKER}") is None:
+        return []
+    used = {m for u in units for m in u.members[1:]}
+    unused = sorted(e.rel for prefix in tree.child_rels(SHARED_STORE)
+                    for e in tree.below(prefix)
+                    if e.is_file and not e.rel.endswith(_SHARED_SIDECARS) and e.rel not in used
+                    and e.rel.count("/") == 2)
+    if not unused:
+        return []
+    rels = unused + [r + s for r in unused for s in _SHARED_SIDECARS if tree.get(r + s)]
+    return [Garbage("shared blobs no repo uses", "payloads of the shared store nothing links to",
+                    rels, names_step(tree, SHARED_STORE, rels, "shared blobs"))]
 
 
 def _revisions_removal(tree: Tree, repo: _Repo, commits: list[str], gone: Gone) -> list[Step]:

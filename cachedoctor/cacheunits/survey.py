@@ -31,6 +31,7 @@ class Survey:
     loose: list[Entry] = field(default_factory=list)  # files evicted one by one
     expanded: dict[str, list[Entry]] = field(default_factory=dict)  # unit id -> its entries
     users: dict[tuple[int, int], set[str]] = field(default_factory=dict)  # inode -> unit ids
+    pinned: list[str] = field(default_factory=list)  # a type's own structure: never loose
 
     @property
     def total(self) -> int:
@@ -64,7 +65,10 @@ def survey(root: str, specs: Sequence[Any], *, rules: Rules = Rules(),
     result = Survey(root, tree, clock or usage_clock(root))
     seen: set[str] = set()
     for spec in specs:
-        units, garbage = unit_type(spec.type).find(spec, tree)
+        kind = unit_type(spec.type)
+        pinned = getattr(kind, "pinned", None)  # structure file rules must leave alone
+        result.pinned.extend(pinned(spec, tree) if pinned is not None else [])
+        units, garbage = kind.find(spec, tree)
         for unit in units:
             if unit.id not in seen:  # two declarations over one folder: the first one names it
                 seen.add(unit.id)
@@ -113,6 +117,8 @@ def _measure(s: Survey) -> None:
         if outside:
             unit.flags.append(f"hard-linked: {outside} name{'s' if outside > 1 else ''} outside "
                               "the cache (those files free nothing)")
+    for rel in s.pinned:
+        claimed.update(e.rel for e in tree.below(rel))
     s.loose = [e for e in tree.entries.values() if not e.is_dir and e.rel not in claimed]
     for g in s.garbage:
         parts = {e.rel: e for member in g.members for e in tree.below(member)}
