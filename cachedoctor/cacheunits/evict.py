@@ -98,6 +98,9 @@ def choose(s: Survey, *, older_than: float | None, cap: int | None, now: float,
                     choice.skipped_shared.append(c.unit)
                 continue  # every file has names outside: deleting ours frees nothing
             remaining -= take(i, "least recently used above the cap")
+    if choice.files:  # the folders single files leave empty go too
+        gone = {e.rel for c in choice.units + choice.files for e in c.entries}
+        choice.bytes += sum(e.size for e in s.tree.emptied_folders(gone))
     return choice
 
 

@@ -134,6 +134,25 @@ class Tree:
         base = os.path.join(self.root, os.path.dirname(link.rel))
         return not os.path.exists(os.path.join(base, link.target))
 
+    def emptied_folders(self, gone: set[str]) -> list[Entry]:
+        """Folders the deleter removes once the entries `gone` are deleted: every one that
+        held some of them and nothing else (nothing kept, nothing staying)."""
+        parents: set[str] = set()
+        for rel in gone:
+            while "/" in rel:
+                rel = rel.rsplit("/", 1)[0]
+                if rel in parents:
+                    break
+                parents.add(rel)
+        kept_in = {k.rsplit("/", 1)[0] for k in self.kept if "/" in k}
+        emptied: set[str] = set()
+        for folder in sorted(parents, key=lambda r: -r.count("/")):
+            if folder in gone or any(k == folder or k.startswith(folder + "/") for k in kept_in):
+                continue
+            if all(c in gone or c in emptied for c in self.child_rels(folder)):
+                emptied.add(folder)
+        return [self.entries[r] for r in emptied if r in self.entries]
+
     def total(self) -> int:
         """Allocated bytes of the whole listing, root included, each inode once (`du -s`)."""
         return allocated(self.entries.values())
