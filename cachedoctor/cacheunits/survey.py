@@ -59,9 +59,10 @@ class Survey:
 
 
 def survey(root: str, specs: Sequence[Any], *, rules: Rules = Rules(),
-           clock: Clock | None = None) -> Survey:
-    """List `root` once and find the units of every declaration in `specs`."""
-    tree = list_tree(root, rules=rules)
+           clock: Clock | None = None, tree: Tree | None = None) -> Survey:
+    """List `root` once (or take its listing `tree`) and find the units of every declaration
+    in `specs`."""
+    tree = tree if tree is not None else list_tree(root, rules=rules)
     result = Survey(root, tree, clock or usage_clock(root))
     seen: set[str] = set()
     for spec in specs:

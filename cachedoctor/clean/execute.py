@@ -1,8 +1,9 @@
 """Carrying out a clean plan under each cache's lock, and measuring what really happened.
 
-Before and after each target the location is measured (du-exact, `cachedoctor.walker`) and the
-drive's free space read: "freed" is the difference, whatever the deleter or the tool's command
-says. Units are re-surveyed under the lock first, so their steps follow what is there now (a
+Before and after each target the location is listed (du-exact, `cachedoctor.cacheunits.tree`)
+and the drive's free space read: "freed" is the difference — less the files that left the
+location but live on under other names (hard links) — whatever the deleter or the tool's
+command says. Units are re-surveyed under the lock first, so their steps follow what is there now (a
 blob a model pulled since the plan now uses stays; a unit used since an age or size rule chose
 it stays).
 """
@@ -14,7 +15,7 @@ import subprocess
 from collections.abc import Callable
 from typing import Literal
 
-from cachedoctor.cacheunits import Survey, survey
+from cachedoctor.cacheunits import Survey, Tree, list_tree, survey
 from cachedoctor.clean.command import COMMAND_TIMEOUT
 from cachedoctor.clean.model import (
     CleanPlan,
@@ -49,16 +50,16 @@ def execute_plan(
     for target in plan.targets:
         with cache_lock(target.tool, target.location, wait=lock_wait):
             measured = Measured()
-            _measure_into(measured, target.root, before=True)
+            before = _measure_into(measured, target, None)
             if target.mode == "command":
                 if on_command is not None:
                     on_command(target)
                 outcome = _run_command(target)
             elif target.unit_specs or target.mode == "prune":
-                outcome = _delete_units(target, plan.policy)
+                outcome = _delete_units(target, plan.policy, before)
             else:
                 outcome = _delete(target, plan.policy)
-            _measure_into(measured, target.root, before=False)
+            _measure_into(measured, target, before)
         outcome.measured = measured
         outcome.bytes = measured.freed
         if target.mode == "command":
@@ -70,20 +71,28 @@ def execute_plan(
     return result
 
 
-def _measure_into(measured: Measured, root: str, *, before: bool) -> None:
-    from cachedoctor.walker import measure
-
-    walk = measure(root, one_file_system=True)
+def _measure_into(measured: Measured, target: Target, before: Tree | None) -> Tree:
+    """Measure the location (as the plan did: its rules, nested locations left out) and the
+    drive. After cleaning, files that left the location but keep names outside it (hard links
+    into venvs) are not counted as freed: the drive still holds them."""
+    tree = list_tree(target.root, rules=target.rules)
     try:
-        free: int | None = shutil.disk_usage(root).free
+        free: int | None = shutil.disk_usage(target.root).free
     except OSError:
         free = None
-    if before:
-        measured.bytes_before, measured.files_before = walk.allocated_bytes, walk.files
+    if before is None:
+        measured.bytes_before, measured.files_before = tree.total(), tree.files()
         measured.drive_free_before = free
-    else:
-        measured.bytes_after, measured.files_after = walk.allocated_bytes, walk.files
-        measured.drive_free_after = free
+        return tree
+    measured.bytes_after, measured.files_after = tree.total(), tree.files()
+    measured.drive_free_after = free
+    present = {e.inode for e in tree.entries.values() if not e.is_dir and e.nlink > 1}
+    elsewhere: set[tuple[int, int]] = set()
+    for e in before.entries.values():
+        if e.inode not in elsewhere and e.inode not in present and before.outside_names(e):
+            elsewhere.add(e.inode)
+            measured.still_linked_elsewhere += e.size
+    return tree
 
 
 def _compare(outcome: TargetResult, policy: Policy) -> None:
@@ -163,9 +172,10 @@ def _file_selector(target: Target, policy: Policy) -> Callable[[FileInfo], bool]
     return select
 
 
-def _delete_units(target: Target, policy: Policy) -> TargetResult:
-    """Re-survey under the lock, then garbage, units (each in its tool's order), loose files."""
-    s = survey(target.root, target.unit_specs, rules=target.rules, clock=target.clock)
+def _delete_units(target: Target, policy: Policy, tree: Tree) -> TargetResult:
+    """From the listing taken under the lock: garbage, units (each in its tool's order), loose
+    files."""
+    s = survey(target.root, target.unit_specs, rules=target.rules, clock=target.clock, tree=tree)
     result = TargetResult(target, "done")
     total = StepsOutcome()
     if target.mode == "prune":

@@ -198,10 +198,12 @@ class Measured:
     files_after: int = 0
     drive_free_before: int | None = None
     drive_free_after: int | None = None
+    # left the location but not the drive: hard-linked files whose other names live outside
+    still_linked_elsewhere: int = 0
 
     @property
     def freed(self) -> int:
-        return max(0, self.bytes_before - self.bytes_after)
+        return max(0, self.bytes_before - self.bytes_after - self.still_linked_elsewhere)
 
     @property
     def files_gone(self) -> int:
@@ -217,6 +219,7 @@ class Measured:
         return {"bytes_before": self.bytes_before, "bytes_after": self.bytes_after,
                 "files_before": self.files_before, "files_after": self.files_after,
                 "freed_bytes": self.freed, "files_gone": self.files_gone,
+                "still_linked_elsewhere_bytes": self.still_linked_elsewhere,
                 "drive_free_before": self.drive_free_before,
                 "drive_free_after": self.drive_free_after, "drive_gained_bytes": self.drive_gained}
 

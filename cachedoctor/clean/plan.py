@@ -55,7 +55,7 @@ from cachedoctor.clean.model import (
 from cachedoctor.errors import RefusedError, UserInputError
 from cachedoctor.host import Host
 from cachedoctor.profiles.model import Location, Profile
-from cachedoctor.safedelete import FileInfo, Rules, walk_files
+from cachedoctor.safedelete import FileInfo, Rules
 from cachedoctor.safety import check_not_protected
 
 if TYPE_CHECKING:
@@ -322,34 +322,31 @@ def _measure(target: Target, policy: Policy, matched: set[str]) -> Survey | None
         target.total_bytes = s.total
         _plan_units(target, policy, s, matched)
         return s
-    if target.mode == "command":
-        _plan_command(target)
+    tree = list_tree(target.root, rules=target.rules)
+    target.total_bytes = tree.total()
+    files = [e for e in tree.entries.values() if e.rel and not e.is_dir]
+    if target.mode != "policy":  # emptied, by cachedoctor or by the tool's own command
+        _plan_whole(target, tree, files)
         return None
-    listing = walk_files(target.root, rules=target.rules)
-    target.total_bytes = listing.total_bytes
-    files = listing.removed
-    if target.mode == "policy":
-        assert target.clock is not None
-        files = _select_files(files, listing.total_bytes, target, policy.now, target.clock)
-        target.selection = {f.rel: (f.ino, target.clock.last_used(f)) for f in files}
+    assert target.clock is not None
+    files = _select_files(files, target.total_bytes, target, policy.now, target.clock)
+    target.selection = {f.rel: (f.ino, target.clock.last_used(f)) for f in files}
     target.files = len(files)
-    target.bytes = freed_bytes(files)
+    emptied = tree.emptied_folders({f.rel for f in files}) if files else []
+    target.bytes = freed_bytes(files) + sum(e.size for e in emptied)
     _note_outside_links(target, files)
     target.largest = _largest(target.root, [(f.rel, f.size) for f in files])
     return None
 
 
-def _plan_command(target: Target) -> None:
-    """What the tool's command could free at most: the location, less what has names outside
-    (a uv cache hard-linked into venvs: those files free nothing)."""
-    tree = list_tree(target.root, rules=target.rules)
-    target.total_bytes = tree.total()
-    files = [e for e in tree.entries.values() if e.rel and not e.is_dir]
+def _plan_whole(target: Target, tree: Tree, files: list[Entry]) -> None:
+    """Everything but the folder itself (and what the rules keep) goes; what has names outside
+    the location frees nothing (a uv cache hard-linked into venvs)."""
     linked = _outside_linked(tree)
     target.files = len(files)
     root_entry = tree.get("")
     target.bytes = max(0, target.total_bytes - (root_entry.size if root_entry else 0)
-                       - sum(size for size, _ in linked.values())) if files else 0
+                       - sum(size for size, _ in linked.values())) if len(tree.entries) > 1 else 0
     _linked_note(target, linked, "outside the cache (venvs, projects)")
     target.largest = _largest(target.root, [(e.rel, e.size) for e in files])
 
@@ -378,7 +375,7 @@ def _linked_note(target: Target, linked: dict[tuple[int, int], tuple[int, int]],
         f"names {where}: deleting them here frees 0 B, so the estimate leaves them out")
 
 
-def _note_outside_links(target: Target, files: list[FileInfo]) -> None:
+def _note_outside_links(target: Target, files: list[Entry]) -> None:
     """Files among those going whose other names stay (outside the cache, or not chosen)."""
     from collections import Counter
 
@@ -391,7 +388,7 @@ def _note_outside_links(target: Target, files: list[FileInfo]) -> None:
     _linked_note(target, outside, "that stay (outside the cache, or not chosen)")
 
 
-def freed_bytes(files: Iterable[FileInfo]) -> int:
+def freed_bytes(files: Iterable[Entry | FileInfo]) -> int:
     """Allocated bytes deleting these files frees: a hard-linked file only when every one of
     its names is among them (a name elsewhere keeps its data)."""
     total = 0
@@ -406,10 +403,10 @@ def freed_bytes(files: Iterable[FileInfo]) -> int:
     return total
 
 
-def _select_files(files: list[FileInfo], total: int, target: Target, now: float,
-                  clock: Clock) -> list[FileInfo]:
+def _select_files(files: list[Entry], total: int, target: Target, now: float,
+                  clock: Clock) -> list[Entry]:
     """Files to evict: all unused for the age, then least recently used until under the cap."""
-    chosen: list[FileInfo] = []
+    chosen: list[Entry] = []
     rest = files
     if target.older_than is not None:
         limit = now - target.older_than
