@@ -48,6 +48,7 @@ class _Repo:
     revisions: dict[str, Revision]
     ref_files: dict[str, list[str]]  # commit -> rels of the ref files naming it
     payloads: dict[str, str]  # repo blob rel -> shared store payload rel it links to
+    dangling: list[str]  # snapshot links to missing blobs
 
 
 class HfHub:
@@ -174,7 +175,7 @@ def _scan_repo(tree: Tree, rel: str, repo_type: str, repo_id: str) -> _Repo:
         ref_files.setdefault(commit, []).append(e.rel)
     payloads = _payloads(tree, rel)
     revisions: dict[str, Revision] = {}
-    dangling = 0
+    dangling: list[str] = []
     snapshots = tree.get(f"{rel}/snapshots")
     for snap in tree.child_rels(f"{rel}/snapshots"):
         snap_entry = tree.get(snap)
@@ -191,13 +192,14 @@ def _scan_repo(tree: Tree, rel: str, repo_type: str, repo_id: str) -> _Repo:
             files += 1
             blob = e
             if e.is_link:
-                if tree.dangles(e):
-                    dangling += 1
-                    continue
                 target = tree.resolve(e)
                 linked = tree.get(target) if target is not None else None
-                if linked is None:
-                    continue  # a link out of the hub: not the hub's bytes
+                if linked is None or linked.is_link:  # missing, outside, or a link again
+                    if tree.dangles(e):
+                        dangling.append(e.rel)
+                        continue
+                    if linked is None:
+                        continue  # a link out of the hub: not the hub's bytes
                 blob = linked
                 blobs.add(blob.rel)
             used.append(blob)
@@ -220,10 +222,10 @@ def _scan_repo(tree: Tree, rel: str, repo_type: str, repo_id: str) -> _Repo:
     if missing:
         unit.flags.append(f"corrupted: refs to missing snapshots ({', '.join(missing)})")
     if dangling:
-        unit.flags.append(f"broken: {dangling} dangling link{'s' if dangling > 1 else ''}")
+        unit.flags.append(f"broken: {len(dangling)} dangling link{'s' if len(dangling) > 1 else ''}")
     if any(e.name.endswith(INCOMPLETE) for e in tree.below(f"{rel}/blobs")):
         unit.flags.append("incomplete downloads")
-    return _Repo(unit, revisions, ref_files, payloads)
+    return _Repo(unit, revisions, ref_files, payloads, dangling)
 
 
 def _repo_garbage(tree: Tree, repo: _Repo) -> list[Garbage]:
@@ -261,9 +263,8 @@ def _repo_garbage(tree: Tree, repo: _Repo) -> list[Garbage]:
         found.append(Garbage(f"{unit.id} (blobs no revision uses)",
                              "blobs no snapshot links to", orphans,
                              names_step(tree, f"{unit.path}/blobs", orphans)))
-    dangling = [e.rel for snap in tree.child_rels(f"{unit.path}/snapshots")
-                for e in tree.below(snap) if e.is_link and tree.dangles(e)]
-    if dangling:
+    if repo.dangling:
         found.append(Garbage(f"{unit.id} (dangling links)", "snapshot links to missing blobs",
-                             dangling, names_step(tree, f"{unit.path}/snapshots", dangling)))
+                             repo.dangling,
+                             names_step(tree, f"{unit.path}/snapshots", repo.dangling)))
     return found

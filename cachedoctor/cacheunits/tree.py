@@ -27,9 +27,10 @@ _DIR_FLAGS = (os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOL
               | getattr(os, "O_CLOEXEC", 0))
 _FD_WALK = os.listdir in os.supports_fd and os.stat in os.supports_dir_fd
 _HAS_BLOCKS = hasattr(os.stat_result, "st_blocks")
+_IFMT, _IFDIR, _IFLNK, _IFREG = 0o170000, stat.S_IFDIR, stat.S_IFLNK, stat.S_IFREG
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Entry:
     """One entry below the root (`rel` '/'-separated; the root itself is '')."""
 
@@ -74,7 +75,8 @@ class Tree:
 
     def below(self, rel: str) -> Iterator[Entry]:
         """`rel` and everything under it (an entry that is not listed yields nothing)."""
-        entry = self.entries.get(rel)
+        entries = self.entries
+        entry = entries.get(rel)
         if entry is None:
             return
         stack = [entry]
@@ -82,8 +84,11 @@ class Tree:
             current = stack.pop()
             yield current
             if current.is_dir:
-                stack.extend(self.entries[r] for r in self.child_rels(current.rel)
-                             if r in self.entries)
+                prefix = f"{current.rel}/" if current.rel else ""
+                for name in self.children.get(current.rel, ()):
+                    child = entries.get(prefix + name)
+                    if child is not None:
+                        stack.append(child)
 
     def kept_below(self, rel: str) -> list[str]:
         prefix = f"{rel}/" if rel else ""
@@ -175,14 +180,13 @@ def allocated(entries: Iterable[Entry]) -> int:
 
 
 def _entry(rel: str, st: os.stat_result, target: str | None) -> Entry:
-    blocks = getattr(st, "st_blocks", None)
-    mode = st.st_mode
+    kind = st.st_mode & _IFMT
     return Entry(
         rel,
-        stat.S_ISDIR(mode),
-        stat.S_ISLNK(mode),
-        stat.S_ISREG(mode),
-        blocks * 512 if blocks is not None else st.st_size,
+        kind == _IFDIR,
+        kind == _IFLNK,
+        kind == _IFREG,
+        st.st_blocks * 512 if _HAS_BLOCKS else st.st_size,
         st.st_atime,
         st.st_mtime,
         st.st_dev,
@@ -216,74 +220,82 @@ def list_tree(root: str, *, rules: Rules = Rules()) -> Tree:
 
 
 def _walk_fd(tree: Tree, top: os.stat_result, rules: Rules) -> None:
+    """Each folder is opened when its turn comes, relative to the root's descriptor, and must be
+    the folder listed (device and inode): only two descriptors are ever open, however wide the
+    tree (a hub of 10,000 repos), and a folder swapped for a link or another folder is left out."""
     try:
-        fd = os.open(tree.root, _DIR_FLAGS)
+        root_fd = os.open(tree.root, _DIR_FLAGS)
     except OSError as exc:
         tree.errors.append(f"{tree.root}: {exc.strerror}")
         return
-    stack: list[tuple[int, str, bool]] = [(fd, "", not rules.only)]
     dev = top.st_dev
     has_rules = bool(rules.keep or rules.exclude or rules.only)
+    entries, kept, children = tree.entries, tree.kept, tree.children
+    lstat, readlink = os.lstat, os.readlink
+    stack: list[tuple[str, bool]] = [("", not rules.only)]
     try:
         while stack:
-            fd, rel, selected_all = stack.pop()
+            rel, selected_all = stack.pop()
+            if rel:
+                try:
+                    fd = os.open(rel, _DIR_FLAGS, dir_fd=root_fd)
+                except OSError as exc:
+                    if exc.errno not in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR):
+                        tree.errors.append(f"{os.path.join(tree.root, rel)}: {exc.strerror}")
+                    del entries[rel]
+                    continue
+                opened = os.fstat(fd)
+                if (opened.st_dev, opened.st_ino) != entries[rel].inode:
+                    os.close(fd)
+                    del entries[rel]  # replaced since it was listed
+                    continue
+            else:
+                fd = root_fd
             try:
                 names = os.listdir(fd)
             except OSError as exc:
                 tree.errors.append(f"{os.path.join(tree.root, rel)}: {exc.strerror}")
-                os.close(fd)
-                continue
+                names = []
             listed: list[str] = []
             prefix = f"{rel}/" if rel else ""
             try:
                 for name in names:
                     child = prefix + name
                     if has_rules and rules.kept(child):
-                        tree.kept.add(child)
+                        kept.add(child)
                         continue
                     try:
-                        st = os.lstat(name, dir_fd=fd)
+                        st = lstat(name, dir_fd=fd)
                     except OSError as exc:
                         if exc.errno != errno.ENOENT:
                             tree.errors.append(f"{os.path.join(tree.root, child)}: {exc.strerror}")
                         continue
-                    if stat.S_ISDIR(st.st_mode):
+                    kind = st.st_mode & _IFMT
+                    if kind == _IFDIR:
                         if st.st_dev != dev:
                             continue  # another filesystem: not this cache's (du -x)
-                        try:
-                            sub = os.open(name, _DIR_FLAGS, dir_fd=fd)
-                        except OSError as exc:
-                            if exc.errno not in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR):
-                                tree.errors.append(
-                                    f"{os.path.join(tree.root, child)}: {exc.strerror}")
-                            continue
-                        opened = os.fstat(sub)
-                        if (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino):
-                            os.close(sub)
-                            continue
-                        tree.entries[child] = _entry(child, st, None)
+                        entries[child] = _entry(child, st, None)
                         listed.append(name)
                         stack.append(
-                            (sub, child, selected_all or (bool(rules.only) and rules.in_only(child)))
-                        )
+                            (child, selected_all or (bool(rules.only) and rules.in_only(child))))
                         continue
                     if not selected_all and not rules.in_only(child):
-                        tree.kept.add(child)
+                        kept.add(child)
                         continue
                     target = None
-                    if stat.S_ISLNK(st.st_mode):
+                    if kind == _IFLNK:
                         try:
-                            target = os.readlink(name, dir_fd=fd)
+                            target = readlink(name, dir_fd=fd)
                         except OSError:
                             target = None
-                    tree.entries[child] = _entry(child, st, target)
+                    entries[child] = _entry(child, st, target)
                     listed.append(name)
             finally:
-                os.close(fd)
-            tree.children[rel] = listed
+                if fd != root_fd:
+                    os.close(fd)
+            children[rel] = listed
     finally:
-        for fd, _, _ in stack:
-            os.close(fd)
+        os.close(root_fd)
 
 
 def _walk_paths(tree: Tree, top: os.stat_result, rules: Rules) -> None:  # pragma: no cover
