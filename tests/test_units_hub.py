@@ -329,3 +329,32 @@ def test_size_rules_never_take_the_shared_stores_marker(isolated_home: Path) -> 
     assert (folder / "blobs" / ".huggingface-shared-blobs").exists()
     assert not shared.exists()  # its only repo went, so did the payload
     assert hf.scan_cache_dir(folder).warnings == []
+
+
+def test_a_quota_evicts_whole_repos_and_history_keeps_the_measured_figures(hub) -> None:
+    from cachedoctor import history
+    from cachedoctor.quota import set_quota
+
+    folder, written = hub
+    set_quota("huggingface", "hub", 4 * MIB)
+    proc = run_cli("clean", "--yes", "--json")  # no tool: quotas only
+    assert proc.returncode == 0, proc.stderr
+    assert check_hub(folder, written) == {"datasets--rajpurkar--squad", "spaces--someone--demo"}
+    (change,) = history.changes(kind="clean")
+    (measured,) = change.after["measured"]
+    assert change.after["bytes"] == measured["freed_bytes"] > 5 * MIB
+    assert measured["bytes_after"] <= 4 * MIB
+    assert sorted(change.after["units_removed"]) == ["model/google-bert/bert-base-uncased",
+                                                     "model/gpt2"]
+
+
+def test_units_sent_to_the_trash_leave_a_consistent_hub(hub) -> None:
+    from tests.conftest import trash_files_dir
+
+    folder, written = hub
+    proc = run_cli("clean", "huggingface", "--unit", "model/gpt2", "--trash", "--yes")
+    assert proc.returncode == 0, proc.stderr
+    assert "trash" in proc.stderr or "trash" in proc.stdout
+    assert "models--gpt2" not in check_hub(folder, written)
+    trashed = {p.name for p in trash_files_dir().iterdir()}
+    assert blob_name(payload("gpt2", 3 * MIB)) in trashed and "main" in trashed
