@@ -358,3 +358,25 @@ def test_units_sent_to_the_trash_leave_a_consistent_hub(hub) -> None:
     assert "models--gpt2" not in check_hub(folder, written)
     trashed = {p.name for p in trash_files_dir().iterdir()}
     assert blob_name(payload("gpt2", 3 * MIB)) in trashed and "main" in trashed
+
+
+def test_a_model_in_use_blocks_only_itself(hub) -> None:
+    """A process reading gpt2's weights (an inference server) keeps gpt2, not the other repos."""
+    folder, written = hub
+    weights = folder / "models--gpt2" / "snapshots" / commit_of("c") / "model.bin"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; f = open(sys.argv[1], 'rb'); "
+         "print('ready', flush=True); time.sleep(60)", str(weights)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "ready"
+        refused = run_cli("clean", "huggingface", "--unit", "model/gpt2", "--yes")
+        assert refused.returncode == 2 and "in use" in refused.stderr
+        assert f"pid {holder.pid}" in refused.stderr
+        other = run_cli("clean", "huggingface", "--unit", "space/someone/demo", "--yes")
+        assert other.returncode == 0, other.stderr
+    finally:
+        holder.kill()
+        holder.wait()
+    assert "spaces--someone--demo" not in check_hub(folder, written)
+    assert weights.exists()

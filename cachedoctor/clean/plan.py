@@ -120,7 +120,17 @@ def plan_clean(
             target = _plan_location(profile, loc, place.path, host, policy, quotas, which, plan)
             if target is None:
                 continue
-            report = in_use([target.root])
+            target.rules = nested_rules(target.rules, target.root, others)
+            found = None
+            if target.mode == "units":  # named units: only their own files must be unused
+                found = _measure(target, policy, matched)
+                if found is not None:
+                    known.extend(u.id for u in found.units)
+                if not target.units:
+                    continue
+                report = in_use(_unit_paths(target, found))
+            else:
+                report = in_use([target.root])
             if report.in_use and not policy.force:
                 plan.left_alone.append(Refusal(
                     tool, loc.id, place.path, f"in use: {report.describe()} (close it, or pass "
@@ -128,13 +138,10 @@ def plan_clean(
                 continue
             if report.in_use:
                 target.reasons.append(f"in use, going ahead because of --force: {report.describe()}")
-            target.rules = nested_rules(target.rules, target.root, others)
-            if measure or target.mode != "empty" or target.unit_specs:
+            if found is None and (measure or target.mode != "empty" or target.unit_specs):
                 found = _measure(target, policy, matched)
                 if found is not None:
                     known.extend(u.id for u in found.units)
-            if target.mode == "units" and not target.units:
-                continue
             plan.targets.append(target)
         if policy.explicit:
             for path in picture.unused:
@@ -145,6 +152,13 @@ def plan_clean(
                     "delete it yourself if you do not need it", False))
     _check_units_found(policy, plan, matched, known)
     return plan
+
+
+def _unit_paths(target: Target, s: Survey | None) -> list[str]:
+    """The files and folders of the named units (an Ollama model's manifest and blobs)."""
+    members = {m for p in target.units if s is not None and (u := s.unit(p.id)) is not None
+               for m in u.members}
+    return [os.path.join(target.root, m) for m in sorted(members)]
 
 
 def _check_units_found(policy: Policy, plan: CleanPlan, matched: set[str],
@@ -241,14 +255,14 @@ def _plan_location(
     if command is None and (tool_only is not None or not loc.safe_to_delete) \
             and not (structured and (policy.units or policy.prune)):
         program = loc.clean.command[0] if loc.clean and loc.clean.command else None
-        why = "the profile does not mark this location safe to delete" \
-            if not loc.safe_to_delete else str(tool_only.why if tool_only else "")
-        if not loc.safe_to_delete and tool_only is not None:
-            why += f": {tool_only.why}"
+        reasons = [] if loc.safe_to_delete else ["the profile does not mark this location "
+                                                 "safe to delete"]
+        reasons += [tool_only.why] if tool_only is not None else []
+        why = ": ".join(reasons)
         if policy.trash and program:
             leave(f"only {program} may clean it ({why}), and a tool's command cannot send to "
                   "the trash")
-        elif program:
+        elif program and wants_command:
             leave(f"only {profile.name}'s own command may clean it ({why}); {program} is not "
                   "installed (not on PATH)")
         else:
