@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
@@ -39,7 +39,7 @@ def ls(
 
     if sort not in SORT_KEYS:
         raise UserInputError(f"--sort {sort!r}: one of {', '.join(SORT_KEYS)}")
-    key: SortKey = sort  # type: ignore[assignment]
+    key = cast("SortKey", sort)
     profiles = profile_set()
     (profile,) = profiles.select([tool])
     all_profiles = [lp.profile for lp in profiles.profiles.values()]
@@ -69,7 +69,8 @@ def _render(entry: LocationUnits, units: list[Unit]) -> None:
     if s is None:
         console.print(f"{head}\n  {entry.note}\n", markup=False, highlight=False)
         return
-    console.print(f"{head}  ({len(s.units)} units, {format_size(s.total)}; last used = "
+    count = f"{len(s.units)} unit{'' if len(s.units) == 1 else 's'}"
+    console.print(f"{head}  ({count}, {format_size(s.total)}; last used = "
                   f"{s.clock.name}: {s.clock.why})", markup=False, highlight=False)
     if entry.note:
         console.print(f"  {entry.note}", markup=False, highlight=False)
@@ -92,6 +93,13 @@ def _render(entry: LocationUnits, units: list[Unit]) -> None:
     console.print(table)
     if len(units) < len(s.units):
         console.print(f"  ... {len(s.units) - len(units)} more (--limit)", markup=False)
+    loose = [e for e in s.loose if not any(u.file_level and (not u.path or e.rel.startswith(
+        u.path + "/")) for u in s.units)]
+    if loose:
+        from cachedoctor.cacheunits import allocated
+
+        console.print(f"  {len(loose):,} file(s) in no unit ({format_size(allocated(loose))}): "
+                      "age and size rules take them one by one", markup=False, highlight=False)
     if s.garbage:
         total = sum(g.bytes for g in s.garbage)
         console.print(f"  garbage: {len(s.garbage)} item(s), {format_size(total)} — "
