@@ -1,7 +1,7 @@
 """Carrying out a clean plan under each cache's lock, and measuring what really happened.
 
-Before and after each target the location is listed (du-exact, `cachedoctor.cacheunits.tree`)
-and the drive's free space read: "freed" is the difference — less the files that left the
+Before and after each target the location is measured (du-exact, `cachedoctor.walker`) and the
+drive's free space read: "freed" is the difference — less the files that left the
 location but live on under other names (hard links) — whatever the deleter or the tool's
 command says. Units are re-surveyed under the lock first, so their steps follow what is there now (a
 blob a model pulled since the plan now uses stays; a unit used since an age or size rule chose
@@ -51,6 +51,7 @@ def execute_plan(
         with cache_lock(target.tool, target.location, wait=lock_wait):
             measured = Measured()
             before = _measure_into(measured, target, None)
+            assert before is not None
             if target.mode == "command":
                 if on_command is not None:
                     on_command(target)
@@ -71,28 +72,42 @@ def execute_plan(
     return result
 
 
-def _measure_into(measured: Measured, target: Target, before: Tree | None) -> Tree:
-    """Measure the location (as the plan did: its rules, nested locations left out) and the
-    drive. After cleaning, files that left the location but keep names outside it (hard links
-    into venvs) are not counted as freed: the drive still holds them."""
-    tree = list_tree(target.root, rules=target.rules)
+def _measure_into(measured: Measured, target: Target, before: Tree | None) -> Tree | None:
+    """Measure the location du-exact (`cachedoctor.walker`) and the drive's free space. Before
+    cleaning the location is also listed entry by entry (returned: the units are found in it);
+    after, files that left the location but keep names outside it (hard links into venvs) are
+    not counted as freed — the drive still holds them."""
+    from cachedoctor.walker import measure
+
+    walk = measure(target.root, one_file_system=True)
     try:
         free: int | None = shutil.disk_usage(target.root).free
     except OSError:
         free = None
     if before is None:
-        measured.bytes_before, measured.files_before = tree.total(), tree.files()
+        measured.bytes_before, measured.files_before = walk.allocated_bytes, walk.files
         measured.drive_free_before = free
-        return tree
-    measured.bytes_after, measured.files_after = tree.total(), tree.files()
+        return list_tree(target.root, rules=target.rules)
+    measured.bytes_after, measured.files_after = walk.allocated_bytes, walk.files
     measured.drive_free_after = free
-    present = {e.inode for e in tree.entries.values() if not e.is_dir and e.nlink > 1}
-    elsewhere: set[tuple[int, int]] = set()
+    linked: dict[tuple[int, int], tuple[int, list[str]]] = {}
     for e in before.entries.values():
-        if e.inode not in elsewhere and e.inode not in present and before.outside_names(e):
-            elsewhere.add(e.inode)
-            measured.still_linked_elsewhere += e.size
-    return tree
+        if not e.is_dir and e.nlink > 1 and before.outside_names(e):
+            linked.setdefault(e.inode, (e.size, []))[1].append(e.rel)
+    for inode, (size, rels) in linked.items():
+        if not any(_still_there(target.root, rel, inode) for rel in rels):
+            measured.still_linked_elsewhere += size
+    return None
+
+
+def _still_there(root: str, rel: str, inode: tuple[int, int]) -> bool:
+    import os
+
+    try:
+        st = os.lstat(os.path.join(root, rel))
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == inode
 
 
 def _compare(outcome: TargetResult, policy: Policy) -> None:
