@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from cachedoctor.clean import Policy, is_old, plan_clean
+from cachedoctor.cacheunits import Clock
+from cachedoctor.clean import Policy, plan_clean
 from cachedoctor.host import Host
 from cachedoctor.profiles.loader import load_profile_file
 from cachedoctor.safedelete import FileInfo
@@ -243,14 +244,18 @@ def test_max_size_trims_by_lru_and_older_than_takes_only_old_files(
     assert not (cache / "x0.bin").exists() and not (cache / "x1.bin").exists()
 
 
-def test_age_needs_atime_mtime_and_ctime_all_old() -> None:
-    def info(a: float, m: float, c: float) -> FileInfo:
-        return FileInfo("f", 1, a, m, c, 1, 1, 1, False)
+def test_age_is_the_last_use_by_the_mounts_clock_and_ignores_ctime() -> None:
+    """Copying or moving a cache renews every ctime: that must not make it look used."""
+    def info(a: float, m: float, c: float, link: bool = False) -> FileInfo:
+        return FileInfo("f", 1, a, m, c, 1, 1, 1, link)
 
-    assert is_old(info(1, 1, 1), 10)
-    assert not is_old(info(1, 1, 20), 10)  # ctime new (e.g. just renamed or chmod-ed)
-    assert not is_old(info(20, 1, 1), 10)  # read recently
-    assert not is_old(info(1, 20, 1), 10)
+    atime = Clock("atime", "relatime")
+    mtime = Clock("mtime", "noatime")
+    assert atime.last_used(info(1, 1, 20)) < 10  # ctime new (copied, renamed, chmod-ed): old
+    assert atime.last_used(info(20, 1, 1)) >= 10  # read recently
+    assert atime.last_used(info(1, 20, 1)) >= 10  # written recently
+    assert mtime.last_used(info(20, 1, 1)) < 10  # noatime: the access time means nothing
+    assert atime.last_used(info(20, 1, 1, link=True)) < 10  # a link's atime is readlink's
 
 
 def test_plan_with_injected_clock_selects_by_age(profiles: Path, isolated_home: Path) -> None:

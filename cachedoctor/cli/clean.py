@@ -39,7 +39,8 @@ def clean(
         typer.Option(
             "--older-than",
             metavar="AGE",
-            help="Only files not used for AGE (30d, 12h, 2w): atime, mtime and ctime all older.",
+            help="Only what was not used for AGE (30d, 12h, 2w): whole units where the location "
+            "declares them, else files; last use by access time where the mount records it.",
         ),
     ] = None,
     max_size: Annotated[
@@ -47,9 +48,26 @@ def clean(
         typer.Option(
             "--max-size",
             metavar="SIZE",
-            help="Trim each location to SIZE, least recently used files first.",
+            help="Trim each location to SIZE, least recently used units (or files) first.",
         ),
     ] = None,
+    units: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--unit",
+            metavar="ID",
+            help="Remove exactly this unit (repeatable; ids as `cachedoctor ls TOOL` shows "
+            "them; a Hugging Face revision as REPO@COMMIT or REPO@REF).",
+        ),
+    ] = None,
+    prune: Annotated[
+        bool,
+        typer.Option(
+            "--prune",
+            help="Remove what the tool itself calls garbage: detached revisions, interrupted "
+            "downloads, blobs nothing uses, dangling links, superseded folders.",
+        ),
+    ] = False,
     trash: Annotated[
         bool, typer.Option("--trash", help="Send to the OS trash instead of deleting (undoable).")
     ] = False,
@@ -69,19 +87,27 @@ def clean(
     yes: YesOption = False,
     json_out: JsonOption = False,
 ) -> None:
-    """Delete what a cache can lose: empty safe locations, old files, or LRU files above a cap.
+    """Delete what a cache can lose: empty it, named units, its garbage, or the least recently
+    used units (or files) above a cap or age.
 
     Exit codes: 0 done, 1 failed or partial (or another cachedoctor holds the cache),
     2 bad input or refused (protected folder, tool running).
     """
     from cachedoctor.clean import Policy
+    from cachedoctor.errors import UserInputError
     from cachedoctor.sizes import parse_age, parse_size
 
     age = parse_age(older_than) if older_than is not None else None
     size = parse_size(max_size) if max_size is not None else None
+    if (units or prune) and (age is not None or size is not None or scheduled):
+        raise UserInputError("--unit and --prune are not combined with --older-than, "
+                             "--max-size or --scheduled: run them one after the other")
+    if units and prune:
+        raise UserInputError("--unit or --prune: one at a time")
     if scheduled:
         raise typer.Exit(_scheduled(tools or [], age, size, trash, force))
-    policy = Policy(explicit=bool(tools), older_than=age, max_size=size, trash=trash, force=force)
+    policy = Policy(explicit=bool(tools), older_than=age, max_size=size, trash=trash, force=force,
+                    units=tuple(units or ()), prune=prune)
     profiles = profile_set().select(tools or [])
     plan = _plan(profiles, policy, measure=dry_run or not yes or json_out)
     if dry_run or not plan.targets:
@@ -97,7 +123,9 @@ def clean(
         from cachedoctor.sizes import format_size
 
         verb = "Send to the trash" if trash else "Delete"
-        question = f"{verb} {totals['files']:,} files ({format_size(totals['bytes'])})?"
+        n_units = sum(len(t.units) for t in plan.targets)
+        what = f"{n_units:,} units, " if n_units else ""
+        question = f"{verb} {what}{totals['files']:,} files (frees {format_size(totals['bytes'])})?"
         if any(t.mode == "command" for t in plan.targets):
             question = f"{verb} these caches ({format_size(totals['bytes'])}), running the tools' own commands?"
         if not confirm(question, yes=yes):
@@ -238,15 +266,44 @@ def _render_plan(plan: CleanPlan) -> None:
         console.print("\nlargest items:")
         for item in largest:
             console.print(f"  {size(item.bytes):>10}  {item.path}", markup=False, highlight=False)
+    for t in plan.targets:
+        _render_target_detail(t)
     totals = plan.totals()
     console.print(
-        f"\ntotal: {totals['files']:,} files, {size(totals['bytes'])}"
+        f"\ntotal: {totals['files']:,} files, frees {size(totals['bytes'])}"
         + ("  (to the trash)" if plan.policy.trash else ""),
         markup=False,
     )
     for t in plan.targets:
         if t.mode == "command":
             console.print(f"{t.tool}: would run {' '.join(t.command or [])}", markup=False)
+
+
+UNITS_SHOWN = 20
+
+
+def _render_target_detail(t: Target) -> None:
+    """The units, garbage and notes of one target (what a person checks before saying yes)."""
+    from cachedoctor.cli.render import size, when
+
+    console = stdout_console()
+    if t.units or t.garbage or t.notes or t.command_why:
+        console.print(f"\n{t.tool}/{t.location}:", markup=False, highlight=False)
+    for u in t.units[:UNITS_SHOWN]:
+        label = f"{u.id}@{u.revision[:12]}" if u.revision else u.id
+        frees = f"frees {size(u.frees)}" if u.frees != u.bytes else ""
+        extra = "; ".join(x for x in (frees, u.note) if x)
+        console.print(f"  {size(u.bytes):>10}  {label}  (last used {when(u.last_used)}; {u.why}"
+                      f"{'; ' + extra if extra else ''})", markup=False, highlight=False)
+    if len(t.units) > UNITS_SHOWN:
+        console.print(f"  ... and {len(t.units) - UNITS_SHOWN} more units", markup=False)
+    for g in t.garbage:
+        console.print(f"  {size(g.bytes):>10}  {g.id}: {g.reason}", markup=False,
+                      highlight=False)
+    if t.command_why:
+        console.print(f"  program: {t.command_why}", markup=False, highlight=False)
+    for note in t.notes:
+        console.print(f"  note: {note}", markup=False, highlight=False)
 
 
 def _render_result(result: CleanResult) -> None:
@@ -257,12 +314,27 @@ def _render_result(result: CleanResult) -> None:
         warn(f"refused: {refusal.tool}/{refusal.location} {refusal.path}: {refusal.reason}")
     for r in result.results:
         t = r.target
+        measured = r.measured
+        planned = f", planned {size(t.bytes)}" if t.measured and t.bytes != r.bytes else ""
+        gained = measured.drive_gained if measured is not None else None
+        drive = "" if gained is None else \
+            f"; drive free space {'+' if gained >= 0 else '-'}{size(abs(gained))}"
         console.print(
             f"{t.tool}/{t.location}: {r.status}, {r.files:,} files, {size(r.bytes)} "
-            f"freed ({t.root})",
+            f"freed (measured{planned}{drive}) ({t.root})",
             markup=False,
             highlight=False,
         )
+        if r.units_removed:
+            shown = ", ".join(r.units_removed[:UNITS_SHOWN])
+            more = f" and {len(r.units_removed) - UNITS_SHOWN} more" \
+                if len(r.units_removed) > UNITS_SHOWN else ""
+            console.print(f"  removed {len(r.units_removed)} units: {shown}{more}",
+                          markup=False, highlight=False)
+        for unit_id, why in r.units_left[:UNITS_SHOWN]:
+            warn(f"kept {unit_id}: {why}")
+        for w in r.warnings:
+            warn(w)
         if r.command is not None:
             console.print(
                 f"  {' '.join(r.command.argv)} -> exit status {r.command.returncode}", markup=False

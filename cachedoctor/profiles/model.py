@@ -329,8 +329,19 @@ class ToolOnlyUnits(_Model):
     why: str
 
 
+class SupersededUnits(_Model):
+    """A folder the tool stopped using once `by` (relative to the location) exists: pip's
+    pre-23.3 `http/` beside `http-v2/`. Garbage for `clean --prune` while `by` is there."""
+
+    type: Literal["superseded"]
+    under: str
+    by: str
+    why: str
+
+
 UnitSpec = Annotated[
-    Union[HfHubUnits, OllamaUnits, EntryUnits, ContentAddressedUnits, ToolOnlyUnits],  # noqa: UP007
+    Union[HfHubUnits, OllamaUnits, EntryUnits, ContentAddressedUnits, ToolOnlyUnits,  # noqa: UP007
+          SupersededUnits],
     Field(discriminator="type"),
 ]
 

@@ -1,0 +1,192 @@
+"""What every unit type shares: the unit, its revisions, garbage, deletion steps, the protocol.
+
+A unit type only says which entries make up each unit (`members`: folders stand for everything
+under them; an entry may belong to several units, like an Ollama blob two models use) and in
+which order a unit's parts must go (`Step`s). Sizes, what deleting frees, sharing and "last
+used" are computed for every type alike from the listing (`cachedoctor.cacheunits.survey`).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from cachedoctor.cacheunits.tree import Entry, Tree
+
+_READ_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+               | getattr(os, "O_NONBLOCK", 0))
+_NOATIME = getattr(os, "O_NOATIME", 0)
+SMALL_FILE = 1 << 20  # refs and manifests are a few hundred bytes; anything bigger is not one
+
+
+@dataclass(frozen=True)
+class Step:
+    """One call of the deleter: everything below `base` (a folder, relative to the location),
+    or only the entries `names` (relative to the location, each with the inode listed);
+    `remove_base` then removes the emptied folder itself. A unit's steps run in order and stop
+    at the first one that could not remove everything it was given."""
+
+    base: str
+    names: dict[str, int] | None = None
+    remove_base: bool = False
+    what: str = ""
+
+
+@dataclass
+class Revision:
+    """A Hugging Face revision: `snapshots/<commit>` and the refs that point to it."""
+
+    commit: str
+    refs: list[str]
+    bytes: int  # allocated bytes of the blobs and files it uses, each once
+    files: int  # files in the snapshot
+    last_modified: float
+    blobs: set[str] = field(default_factory=set)  # rels of the blobs it links to
+
+    @property
+    def detached(self) -> bool:
+        return not self.refs
+
+    def to_json(self) -> dict[str, Any]:
+        return {"commit": self.commit, "refs": sorted(self.refs), "bytes": self.bytes,
+                "files": self.files, "last_modified": self.last_modified,
+                "detached": self.detached}
+
+
+@dataclass
+class Unit:
+    """One listable, deletable item of a location."""
+
+    id: str
+    type: str
+    path: str  # the folder or file that is the unit, relative to the location
+    members: list[str]  # entries that belong to it (a folder: everything under it)
+    revisions: list[Revision] = field(default_factory=list)
+    refs: list[str] = field(default_factory=list)
+    flags: list[str] = field(default_factory=list)
+    file_level: bool = False  # content-addressed: its files are evicted one by one
+    tool_only: str | None = None  # why only the tool's own command may clean it
+    # measured by the survey
+    bytes: int = 0  # allocated, each inode once (du of its members)
+    shared_bytes: int = 0  # of which other units use too, or linked from outside the location
+    frees: int = 0  # what deleting it alone frees
+    files: int = 0  # non-folder entries (what the deleter counts)
+    last_used: float = 0.0
+    outside_names: int = 0  # names its files have outside the location (hard links)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": self.type,
+            "path": self.path,
+            "bytes": self.bytes,
+            "shared_bytes": self.shared_bytes,
+            "frees_bytes": self.frees,
+            "files": self.files,
+            "last_used": self.last_used,
+            "refs": sorted(self.refs),
+            "revisions": [r.to_json() for r in self.revisions],
+            "flags": self.flags,
+            "file_level": self.file_level,
+            "tool_only": self.tool_only,
+            "outside_names": self.outside_names,
+        }
+
+
+@dataclass
+class Garbage:
+    """What the tool itself would call garbage (`clean --prune`): a detached revision, an
+    interrupted download, a blob no manifest uses, a dangling link, a superseded folder."""
+
+    id: str
+    reason: str
+    members: list[str]
+    steps: list[Step]
+    bytes: int = 0  # measured by the survey: what removing it frees
+    files: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "reason": self.reason, "bytes": self.bytes, "files": self.files}
+
+
+Gone = Callable[[Entry], bool]  # True when no unit that stays uses this entry
+
+
+class UnitType(Protocol):
+    """One registered kind of unit (`units: - type: NAME` in a profile)."""
+
+    def find(self, spec: Any, tree: Tree) -> tuple[list[Unit], list[Garbage]]:
+        """The units and the garbage of one declaration in this listing."""
+        ...
+
+    def removal(self, unit: Unit, tree: Tree, gone: Gone) -> list[Step]:
+        """The steps that delete `unit`; shared parts only where `gone` says nobody else
+        keeps them."""
+        ...
+
+
+def folder_removal(tree: Tree, rel: str, what: str = "") -> list[Step]:
+    """Delete one folder with all it holds, or one file."""
+    entry = tree.get(rel)
+    if entry is None:
+        return []
+    if entry.is_dir:
+        return [Step(rel, None, remove_base=True, what=what)]
+    parent = rel.rsplit("/", 1)[0] if "/" in rel else ""
+    return [Step(parent, {rel: entry.ino}, what=what)]
+
+
+def names_step(tree: Tree, base: str, rels: list[str] | set[str], what: str = "") -> list[Step]:
+    """Delete these entries (files, or folders with everything under them) below `base`."""
+    names: dict[str, int] = {}
+    for rel in rels:
+        for e in tree.below(rel):
+            if not e.is_dir:
+                names[e.rel] = e.ino
+    return [Step(base, names, what=what)] if names else []
+
+
+def match_folders(tree: Tree, pattern: str) -> list[str]:
+    """Folders of the listing matching a glob relative to the root ('.' is the root)."""
+    parts = [p for p in pattern.strip("/").split("/") if p not in ("", ".")]
+    current = [""]
+    for part in parts:
+        current = [
+            rel for folder in current for rel in tree.child_rels(folder)
+            if fnmatch.fnmatchcase(rel.rsplit("/", 1)[-1], part)
+            and (e := tree.get(rel)) is not None and e.is_dir
+        ]
+    return sorted(current)
+
+
+def read_small(tree: Tree, rel: str) -> str | None:
+    """The text of a small file of the listing (a ref, a manifest), without moving its access
+    time (O_NOATIME where the kernel allows it) and without following a link."""
+    entry = tree.get(rel)
+    if entry is None or not entry.is_file or entry.size > SMALL_FILE * 2:
+        return None
+    path = os.path.join(tree.root, rel)
+    fd = -1
+    for flags in ((_READ_FLAGS | _NOATIME), _READ_FLAGS) if _NOATIME else (_READ_FLAGS,):
+        try:
+            fd = os.open(path, flags)
+            break
+        except PermissionError:
+            continue  # O_NOATIME needs the file's owner: read it plainly
+        except OSError:
+            return None
+    if fd < 0:
+        return None
+    try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != entry.inode:
+            return None
+        data = os.read(fd, SMALL_FILE)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data.decode("utf-8", errors="replace")

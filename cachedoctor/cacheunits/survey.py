@@ -1,0 +1,127 @@
+"""One location seen as units: the listing, each declared type's units and garbage, and the
+numbers computed alike for every type.
+
+A unit's size is the allocated bytes of its members, each inode once (`du -s` of its folder,
+`du -c` of its files); `shared_bytes` is the part another unit uses too or that has names outside
+the location (a hard link into a venv): deleting the unit frees `frees` = size - shared.
+"Last used" is the newest use of any of its files by the location's clock (`Clock`). Files in no
+unit (or in a content-addressed store) are the location's `loose` files: file rules apply there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from cachedoctor.cacheunits.base import Garbage, Unit
+from cachedoctor.cacheunits.clock import Clock, usage_clock
+from cachedoctor.cacheunits.registry import unit_type
+from cachedoctor.cacheunits.tree import Entry, Tree, allocated, list_tree
+from cachedoctor.safedelete import Rules
+
+
+@dataclass
+class Survey:
+    root: str
+    tree: Tree
+    clock: Clock
+    units: list[Unit] = field(default_factory=list)
+    garbage: list[Garbage] = field(default_factory=list)
+    loose: list[Entry] = field(default_factory=list)  # files evicted one by one
+    expanded: dict[str, list[Entry]] = field(default_factory=dict)  # unit id -> its entries
+    users: dict[tuple[int, int], set[str]] = field(default_factory=dict)  # inode -> unit ids
+    pinned: list[str] = field(default_factory=list)  # a type's own structure: never loose
+
+    @property
+    def total(self) -> int:
+        return self.tree.total()
+
+    def unit(self, unit_id: str) -> Unit | None:
+        return next((u for u in self.units if u.id == unit_id), None)
+
+    @property
+    def tool_only(self) -> Unit | None:
+        return next((u for u in self.units if u.tool_only is not None), None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "bytes": self.total,
+            "files": self.tree.files(),
+            "clock": self.clock.to_json(),
+            "units": [u.to_json() for u in self.units],
+            "garbage": [g.to_json() for g in self.garbage],
+            "loose_files": len(self.loose),
+            "loose_bytes": allocated(self.loose),
+            "errors": self.tree.errors,
+        }
+
+
+def survey(root: str, specs: Sequence[Any], *, rules: Rules = Rules(),
+           clock: Clock | None = None, tree: Tree | None = None) -> Survey:
+    """List `root` once (or take its listing `tree`) and find the units of every declaration
+    in `specs`."""
+    tree = tree if tree is not None else list_tree(root, rules=rules)
+    result = Survey(root, tree, clock or usage_clock(root))
+    seen: set[str] = set()
+    for spec in specs:
+        kind = unit_type(spec.type)
+        pinned = getattr(kind, "pinned", None)  # structure file rules must leave alone
+        result.pinned.extend(pinned(spec, tree) if pinned is not None else [])
+        units, garbage = kind.find(spec, tree)
+        for unit in units:
+            if unit.id not in seen:  # two declarations over one folder: the first one names it
+                seen.add(unit.id)
+                result.units.append(unit)
+        result.garbage.extend(garbage)
+    _measure(result)
+    return result
+
+
+def _measure(s: Survey) -> None:
+    tree = s.tree
+    claimed: set[str] = set()
+    for unit in s.units:
+        entries: dict[str, Entry] = {}
+        for member in unit.members:
+            for e in tree.below(member):
+                entries[e.rel] = e
+        s.expanded[unit.id] = list(entries.values())
+        if not unit.file_level and unit.tool_only is None:
+            claimed.update(entries)
+        for e in entries.values():
+            if not e.is_dir:
+                s.users.setdefault(e.inode, set()).add(unit.id)
+    for unit in s.units:
+        entries_list = s.expanded[unit.id]
+        files = [e for e in entries_list if not e.is_dir]
+        unit.bytes = allocated(entries_list)
+        unit.files = len(files)
+        own = tree.get(unit.path)
+        unit.last_used = max((s.clock.last_used(e) for e in files),
+                             default=own.mtime if own is not None else 0.0)
+        shared: list[Entry] = []
+        outside = 0
+        counted: set[tuple[int, int]] = set()
+        for e in files:
+            if e.inode in counted:
+                continue
+            counted.add(e.inode)
+            names_out = tree.outside_names(e)
+            outside += names_out
+            if names_out or len(s.users.get(e.inode, ())) > 1:
+                shared.append(e)
+        unit.shared_bytes = allocated(shared)
+        unit.frees = unit.bytes - unit.shared_bytes
+        unit.outside_names = outside
+        if outside:
+            unit.flags.append(f"hard-linked: {outside} name{'s' if outside > 1 else ''} outside "
+                              "the cache (those files free nothing)")
+    for rel in s.pinned:
+        claimed.update(e.rel for e in tree.below(rel))
+    s.loose = [e for e in tree.entries.values() if not e.is_dir and e.rel not in claimed]
+    for g in s.garbage:
+        parts = {e.rel: e for member in g.members for e in tree.below(member)}
+        g.bytes = allocated(e for e in parts.values() if tree.outside_names(e) == 0)
+        g.files = sum(1 for e in parts.values() if not e.is_dir)

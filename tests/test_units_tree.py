@@ -1,0 +1,112 @@
+"""The units listing on real filesystems: sizes equal `du`, the clock follows the mount's
+options, and a wide cache never runs out of descriptors."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from cachedoctor.cacheunits import clock_for, list_tree, survey, usage_clock
+from cachedoctor.profiles.model import EntryUnits, HfHubUnits
+from tests.conftest import needs_du, needs_linux
+from tests.layouts import commit_of, make_repo
+
+pytestmark = needs_linux
+
+
+def du(path: Path, *more: Path) -> int:
+    out = subprocess.check_output(["du", "-cB1", str(path), *map(str, more)], text=True)
+    return int(out.splitlines()[-1].split()[0])
+
+
+@needs_du
+def test_unit_sizes_equal_du_on_every_filesystem(realfs) -> None:
+    hub = realfs.path / "hub"
+    hub.mkdir()
+    try:
+        (hub / "probe").symlink_to("x")
+    except OSError:
+        pytest.skip(f"{realfs.kind} holds no symbolic links (huggingface_hub copies files there)")
+    (hub / "probe").unlink()
+    a, b = commit_of("a"), commit_of("b")
+    for n in range(3):
+        make_repo(hub, f"org/m{n}", {a: {"w.bin": os.urandom(70000 + n), "c.json": b"{}" * 900},
+                                     b: {"w.bin": os.urandom(3000), "c.json": b"{}" * 900}},
+                  {"main": a})
+    s = survey(str(hub), [HfHubUnits(type="hf-hub")])
+    assert len(s.units) == 3
+    for unit in s.units:
+        assert unit.bytes == du(hub / unit.path), (realfs.kind, unit.id)
+    assert s.total == du(hub)
+
+
+@needs_du
+def test_directory_entry_sizes_equal_du_with_hard_links_and_empty_folders(tmp_path: Path) -> None:
+    root = tmp_path / "cache"
+    (root / "a" / "empty").mkdir(parents=True)
+    (root / "a" / "f").write_bytes(b"x" * 10000)
+    (root / "b").mkdir()
+    os.link(root / "a" / "f", root / "b" / "same")  # one inode in two units: shared
+    (root / "b" / "g").write_bytes(b"y" * 5000)
+    s = survey(str(root), [EntryUnits(type="directory-entries", under=".")])
+    units = {u.id: u for u in s.units}
+    assert units["a"].bytes == du(root / "a")
+    assert units["b"].bytes == du(root / "b" / "same", root / "b" / "g", root / "b")
+    assert units["a"].shared_bytes == units["b"].shared_bytes == (root / "a" / "f").stat().st_blocks * 512
+    assert s.total == du(root)
+
+
+def test_the_clock_follows_the_mount_options(realfs_ext4) -> None:
+    from cachedoctor.drives import partitions
+
+    path = str(realfs_ext4.path)
+    partitions.cache_clear()
+    assert usage_clock(path).name == "atime"
+    subprocess.run(["mount", "-o", "remount,noatime", path], check=True)
+    partitions.cache_clear()
+    clock = usage_clock(path)
+    assert clock.name == "mtime" and "noatime" in clock.why and path in clock.why
+    partitions.cache_clear()
+
+
+def test_clock_rules() -> None:
+    assert clock_for("/", ("rw", "relatime")).name == "atime"
+    assert clock_for("/", ("rw", "strictatime")).name == "atime"
+    assert clock_for("/mnt/c", ("rw", "noatime")).name == "mtime"
+
+
+def test_a_wide_cache_is_listed_with_few_descriptors(tmp_path: Path) -> None:
+    """2,000 repos side by side with a 64-descriptor limit: every one listed."""
+    root = tmp_path / "wide"
+    for i in range(2000):
+        (root / f"e{i:04d}" / "sub").mkdir(parents=True)
+        (root / f"e{i:04d}" / "sub" / "f").write_bytes(b"z")
+    script = textwrap.dedent(f"""
+        import resource, sys
+        resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))
+        from cachedoctor.cacheunits import list_tree
+        tree = list_tree({str(root)!r})
+        assert not tree.errors, tree.errors[:3]
+        print(sum(1 for e in tree.entries.values() if e.is_file))
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "2000"
+
+
+def test_a_folder_swapped_for_a_link_is_not_listed_through(tmp_path: Path) -> None:
+    root = tmp_path / "cache"
+    (root / "a").mkdir(parents=True)
+    (root / "a" / "f").write_bytes(b"x")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_bytes(b"s")
+    (root / "link").symlink_to(outside)
+    tree = list_tree(str(root))
+    assert "link" in tree.entries and tree.entries["link"].is_link
+    assert not any("secret" in rel for rel in tree.entries)
