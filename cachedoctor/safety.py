@@ -249,7 +249,10 @@ def clean_refusal(path: str, host: Host, *, declared: list[str], reason: str | N
     config, state and temp folders, and the folders the built-in profiles declare (`declared`);
     elsewhere only when the location says why (`reason`, a user profile's explicit choice).
     In a shared temp folder (/tmp), only what belongs to this user."""
-    inside = [r for r in (*user_roots(host), *declared) if _within(path, r, host)]
+    roots = [*user_roots(host), *declared]
+    if _within(path, host.home, host):  # inside the home only folders below it count (a home
+        roots = [r for r in roots if not _within(host.home, r, host)]  # in /tmp is a home)
+    inside = [r for r in roots if _within(path, r, host)]
     if not inside and reason is None:
         return ("outside your cache, data, config and temp folders and not a folder any built-in "
                 "profile declares; a profile that really means it says so with `outside_user_roots`")

@@ -413,6 +413,44 @@ def test_scheduled_run_enforces_quotas_and_logs_a_summary(
     assert last is not None and last["status"] == "ok" and last["files"] == 5
 
 
+def test_scheduled_run_skips_a_cache_another_cachedoctor_holds_and_cleans_the_rest(
+    profiles: Path, isolated_home: Path
+) -> None:
+    """A long move of one cache holds its lock: the nightly job skips that one (logged, not a
+    failure) and still enforces every other quota."""
+    import subprocess
+    import sys
+
+    from cachedoctor.clean import last_run, log_path
+    from cachedoctor.quota import set_quota
+
+    write_profile(profiles)
+    write_profile(profiles, "othertool", path="~/.cache/othertool",
+                  data="~/.local/share/othertool")
+    held = isolated_home / ".cache" / "faketool"
+    free = isolated_home / ".cache" / "othertool"
+    fill(held, n=4, size=4096)
+    fill(free, n=4, size=4096)
+    set_quota("faketool", "cache", 1)
+    set_quota("othertool", "cache", 1)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "from cachedoctor.locking import cache_lock\nimport sys, time\n"
+         "with cache_lock('faketool', 'cache'):\n    print('held', flush=True)\n    time.sleep(60)\n"],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        proc = run_cli("clean", "--scheduled")
+    finally:
+        holder.kill()
+        holder.wait()
+    assert proc.returncode == 0, proc.stderr
+    assert len(list(held.rglob("*.bin"))) == 4 and list(free.rglob("*.bin")) == []
+    text = log_path().read_text()
+    assert "busy faketool/cache" in text and "another cachedoctor process" in text
+    last = last_run()
+    assert last is not None and last["status"] == "ok" and last["skipped_busy"] == 1
+
+
 def test_scheduled_run_with_nothing_configured_is_ok(profiles: Path, isolated_home: Path) -> None:
     from cachedoctor.clean import last_run
 

@@ -441,13 +441,15 @@ def test_a_clean_planned_before_a_move_does_not_follow_the_new_link(
 def test_a_clean_waits_for_the_lock_a_move_holds_and_gives_up(
     tmp_path: Path, isolated_home: Path
 ) -> None:
-    from cachedoctor.errors import LockBusyError
     from cachedoctor.locking import cache_lock
 
     cache = make_cache(isolated_home)
     plan = plan_for(tmp_path, isolated_home, "~/.cache/hostile")
-    with cache_lock("hostile", "cache"), pytest.raises(LockBusyError):
-        execute_plan(plan, lock_wait=0.2, record_history=False)
+    with cache_lock("hostile", "cache"):
+        result = execute_plan(plan, lock_wait=0.2, record_history=False)
+    [busy] = result.results
+    assert busy.status == "busy" and "another cachedoctor" in busy.warnings[0]
+    assert result.failed and not result.failed_apart_from_busy
     assert (cache / "sub" / "junk.bin").exists()
 
 

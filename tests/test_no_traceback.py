@@ -175,10 +175,27 @@ def test_an_alias_bomb_in_a_profile_folder_is_skipped_and_the_rest_works(tmp_pat
     assert len(json.loads(listed.stdout)["profiles"]) >= 75
 
 
+def _wait_until_cachedoctor_runs(pid: int) -> None:
+    """Until the process runs cachedoctor's own code (its SIGTERM handler is installed): a
+    Ctrl-C earlier, while the interpreter itself starts, is Python's to report, not ours."""
+    status = Path(f"/proc/{pid}/status")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            caught = next(line for line in status.read_text().splitlines()
+                          if line.startswith("SigCgt:"))
+        except (OSError, StopIteration):
+            return
+        if int(caught.split()[1], 16) & (1 << (signal.SIGTERM - 1)):
+            return
+        time.sleep(0.001)
+
+
 def test_ctrl_c_during_start_up_is_interrupted_not_a_traceback() -> None:
     for delay in (0.0, 0.02, 0.05, 0.1, 0.2):
         proc = subprocess.Popen([sys.executable, "-m", "cachedoctor", "profiles", "list"],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        _wait_until_cachedoctor_runs(proc.pid)
         time.sleep(delay)
         proc.send_signal(signal.SIGINT)
         _out, err = proc.communicate(timeout=60)

@@ -112,9 +112,13 @@ def test_every_command_sees_the_cache_where_the_tool_says_it_is(
     # the nightly job, as cron starts it: nothing of the user's shell, only HOME and PATH
     job = cd("clean", "--scheduled", home=home, env=clean_env(home))
     assert job.returncode == 0, job.stderr
-    assert not any(p.is_file() for p in target.rglob("*")), "the job did not clean the real cache"
     log = (home / ".local" / "state" / "cachedoctor" / "log" / "clean.log").read_text()
-    assert str(target) in log
+    assert str(target) in log or (tool == "uv" and method == "link"), log  # a link: its own path
+    if tool == "uv":  # venvs hard-link into it: only uv's own command may clean it, said in the log
+        assert "only uv's own command may clean it" in log, log
+        assert any(p.is_file() for p in target.rglob("*"))
+    else:
+        assert not any(p.is_file() for p in target.rglob("*")), "the job did not clean the real cache"
 
     back = cd("restore", tool, "--yes", home=home)
     assert back.returncode == 0, back.stderr

@@ -158,3 +158,65 @@ def test_restore_puts_the_users_own_cache_dir_back_after_other_edits(isolated_ho
     assert real_answer("pip", home, {}, tmp_path) == str(mine)
     assert (mine / "http-v2" / "entry").read_bytes() == b"precious"
     assert conf.read_text(encoding="utf-8") == f"[global]\ncache-dir = {mine}\ntimeout = 60\n"
+
+
+def pip_entries(folder: Path) -> None:
+    for sub in ("http-v2/a/b", "wheels/c"):
+        (folder / sub).mkdir(parents=True, exist_ok=True)
+        (folder / sub / "entry.body").write_bytes(b"x" * 3000)
+
+
+def test_clean_believes_a_setting_only_where_a_cache_can_be(isolated_home: Path,
+                                                           tmp_path: Path) -> None:
+    """A stray pip.conf naming ~/Documents/thesis as cache-dir must not get the thesis deleted:
+    outside the user's cache/data/config/temp folders and the profiles' own folders, clean acts
+    only on a folder named for the tool or a cache."""
+    home = isolated_home
+    conf = home / ".config" / "pip" / "pip.conf"
+    conf.parent.mkdir(parents=True)
+    thesis = home / "Documents" / "thesis"
+    thesis.mkdir(parents=True)
+    (thesis / "chapter1.tex").write_text("precious", encoding="utf-8")
+    conf.write_text(f"[global]\ncache-dir = {thesis}\n", encoding="utf-8")
+    refused = cli(home, {}, "clean", "pip", "--max-size", "0", "--yes")
+    assert refused.returncode == 2, refused.stderr + refused.stdout
+    assert "outside your cache" in refused.stdout + refused.stderr
+    assert (thesis / "chapter1.tex").read_text(encoding="utf-8") == "precious"
+    cache = tmp_path / "data" / "pip-cache"
+    pip_entries(cache)
+    conf.write_text(f"[global]\ncache-dir = {cache}\n", encoding="utf-8")
+    done = cli(home, {}, "clean", "pip", "--max-size", "0", "--yes")
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert not any(p.is_file() for p in cache.rglob("*"))
+
+
+def test_the_tools_own_clean_runs_with_the_variables_new_sessions_get(isolated_home: Path) -> None:
+    """~/.profile moves pip's cache; this process has not loaded it. `clean pip` runs
+    `pip cache purge` on the folder the picture names — so pip must get PIP_CACHE_DIR as new
+    sessions have it, not this process's environment (which would purge the old default
+    twice and the new folder never)."""
+    home = isolated_home
+    new = home / "newcache"
+    old = home / ".cache" / "pip"
+    pip_entries(new)
+    pip_entries(old)
+    (home / ".profile").write_text(f"export PIP_CACHE_DIR={new}\n", encoding="utf-8")
+    done = cli(home, {}, "clean", "pip", "--yes")
+    assert done.returncode == 0, done.stderr + done.stdout
+    assert not any(p.is_file() for p in new.rglob("*.body")), "pip purged another folder"
+    # the default is what this process (and programs started from it) still use: it is a
+    # place of its own, purged by a pip that gets this process's environment
+    assert not any(p.is_file() for p in old.rglob("*.body"))
+
+
+def test_clean_leaves_a_location_alone_whose_setting_is_relative(isolated_home: Path) -> None:
+    home = isolated_home
+    conf = home / ".config" / "pip" / "pip.conf"
+    conf.parent.mkdir(parents=True)
+    conf.write_text("[global]\ncache-dir = relcache\n", encoding="utf-8")
+    default = home / ".cache" / "pip"
+    pip_entries(default)
+    done = cli(home, {}, "clean", "pip", "--yes")
+    assert done.returncode == 2
+    assert "relative path" in done.stdout + done.stderr
+    assert len(list(default.rglob("*.body"))) == 2

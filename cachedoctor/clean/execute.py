@@ -10,6 +10,7 @@ it stays).
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -28,6 +29,7 @@ from cachedoctor.clean.model import (
 )
 from cachedoctor.clean.plan import prune_garbage, unit_steps
 from cachedoctor.clean.steps import StepsOutcome, run_steps
+from cachedoctor.errors import LockBusyError
 from cachedoctor.safedelete import DeleteResult, FileInfo, clean_tree
 
 MOSTLY_LEFT = 0.5  # a tool command that left more than this share of the cache is reported
@@ -43,33 +45,45 @@ def execute_plan(
     record_history: bool = True,
 ) -> CleanResult:
     """Carry out `plan` under each cache's lock. `on_command` is called before a tool command runs
-    (so the CLI can show it). Raises LockBusyError when another cachedoctor holds a cache."""
-    from cachedoctor.locking import cache_lock
+    (so the CLI can show it). A cache another cachedoctor holds is skipped (status `busy`)."""
 
     result = CleanResult(plan=plan)
     for target in plan.targets:
-        with cache_lock(target.tool, target.location, wait=lock_wait):
-            measured = Measured()
-            before = _measure_into(measured, target, None)
-            assert before is not None
-            if target.mode == "command":
-                if on_command is not None:
-                    on_command(target)
-                outcome = _run_command(target)
-            elif target.unit_specs or target.mode == "prune":
-                outcome = _delete_units(target, plan.policy, before)
-            else:
-                outcome = _delete(target, plan.policy)
-            _measure_into(measured, target, before)
-        outcome.measured = measured
-        outcome.bytes = measured.freed
-        if target.mode == "command":
-            outcome.files = measured.files_gone  # what the tool really removed
+        try:
+            outcome = _clean_one(target, plan, lock_wait, on_command)
+        except LockBusyError as exc:  # another cachedoctor is changing it: the others go on
+            result.results.append(TargetResult(target, "busy", warnings=[
+                f"{exc.message}; left as it is"]))
+            continue
         _compare(outcome, plan.policy)
         result.results.append(outcome)
     if record_history and result.results:
         _record(result)
     return result
+
+
+def _clean_one(target: Target, plan: CleanPlan, lock_wait: float,
+               on_command: Callable[[Target], None] | None) -> TargetResult:
+    from cachedoctor.locking import cache_lock
+
+    with cache_lock(target.tool, target.location, wait=lock_wait):
+        measured = Measured()
+        before = _measure_into(measured, target, None)
+        assert before is not None
+        if target.mode == "command":
+            if on_command is not None:
+                on_command(target)
+            outcome = _run_command(target)
+        elif target.unit_specs or target.mode == "prune":
+            outcome = _delete_units(target, plan.policy, before)
+        else:
+            outcome = _delete(target, plan.policy)
+        _measure_into(measured, target, before)
+    outcome.measured = measured
+    outcome.bytes = measured.freed
+    if target.mode == "command":
+        outcome.files = measured.files_gone  # what the tool really removed
+    return outcome
 
 
 def _measure_into(measured: Measured, target: Target, before: Tree | None) -> Tree | None:
@@ -245,6 +259,12 @@ def _still_wanted(target: Target, s: Survey, result: TargetResult
 
 def _run_command(target: Target) -> TargetResult:
     argv = target.command or []
+    env = None
+    if target.command_env is not None:  # Windows variable names ignore case
+        fold = str.upper if os.name == "nt" else str
+        names = {fold(k) for k in target.command_env}
+        env = {k: v for k, v in os.environ.items() if fold(k) not in names}
+        env.update({k: v for k, v in target.command_env.items() if v is not None})
     try:
         proc = subprocess.run(
             argv,
@@ -253,6 +273,8 @@ def _run_command(target: Target) -> TargetResult:
             timeout=COMMAND_TIMEOUT,
             stdin=subprocess.DEVNULL,
             check=False,
+            env=env,
+            errors="replace",
         )
         run = CommandRun(argv, proc.returncode, (proc.stdout + proc.stderr).strip())
     except (OSError, subprocess.TimeoutExpired) as exc:

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from cachedoctor.cacheunits import Clock
 
 Mode = Literal["empty", "command", "policy", "units", "prune"]
-Status = Literal["done", "partial", "failed"]
+Status = Literal["done", "partial", "failed", "busy"]  # busy: another cachedoctor held it
 
 
 @dataclass(frozen=True)
@@ -89,6 +89,8 @@ class Target:
     cap_source: str | None = None  # "quota" or "--max-size"
     command: list[str] | None = None  # argv (argv[0] resolved) in command mode
     command_why: str = ""  # which program was chosen and why
+    # the location's variables as the command must see them (None: unset); None: inherit
+    command_env: dict[str, str | None] | None = None
     root_id: tuple[int, int] | None = None
     measured: bool = False
     files: int = 0
@@ -269,6 +271,12 @@ class CleanResult:
     @property
     def failed(self) -> bool:
         return any(r.status != "done" for r in self.results)
+
+    @property
+    def failed_apart_from_busy(self) -> bool:
+        """Something went wrong other than a cache another cachedoctor was changing (which the
+        scheduled job skips until its next run, like a cache in use)."""
+        return any(r.status not in ("done", "busy") for r in self.results)
 
     def totals(self) -> dict[str, int]:
         return {

@@ -56,10 +56,11 @@ from cachedoctor.errors import RefusedError, UserInputError
 from cachedoctor.host import Host
 from cachedoctor.profiles.model import Location, Profile
 from cachedoctor.safedelete import FileInfo, Rules
-from cachedoctor.safety import check_not_protected
+from cachedoctor.safety import check_not_protected, clean_refusal
 
 if TYPE_CHECKING:
     from cachedoctor.inuse import UseReport
+    from cachedoctor.locate.effective import Picture
     from cachedoctor.locate.world import World
 
 InUse = Callable[[Sequence[str]], "UseReport"]
@@ -77,9 +78,15 @@ def plan_clean(
     which: Callable[[str], str | None] = shutil.which,
     in_use: InUse | None = None,
     world: World | None = None,
+    builtin: Iterable[Profile] | None = None,
 ) -> CleanPlan:
     """Decide what each existing location of `profiles` loses (where the tool really keeps it);
     measure it unless `measure` is off (units, pruning and age/size rules are always measured).
+
+    `builtin`: the built-in profiles, whose folders `clean` may act in wherever they are (by
+    default all of `all_profiles`); anywhere else outside the user's own folders only a
+    location that says why (`outside_user_roots`), a folder cachedoctor moved a cache to, or
+    one named for the tool or for a cache.
 
     Raises UserInputError when nothing was asked (no tool named, no age, no size, no quota), and
     when a `--unit` matches no unit of the named tools."""
@@ -103,6 +110,8 @@ def plan_clean(
     world = world if world is not None else observe(host)
     everything = pictures(all_profiles or profiles, world)
     others = [place.data or place.path for pic in everything for place in pic.existing]
+    declared = _declared_folders(list(builtin if builtin is not None else all_profiles or profiles),
+                                 world)
     plan = CleanPlan(policy=policy)
     matched: set[str] = set()  # the --unit values some location has
     known: list[str] = []  # every unit id seen (for "did you mean")
@@ -116,10 +125,18 @@ def plan_clean(
                     f"an interrupted {picture.pending.kind} of it is unfinished; finish or roll it "
                     "back first (see `cachedoctor doctor`)", True))
             continue
+        if picture.problems and (picture.existing or policy.explicit):
+            plan.left_alone.append(Refusal(
+                tool, loc.id, ", ".join(p.path for p in picture.existing) or loc.id,
+                "where it really is cannot be known: " + "; ".join(picture.problems), True))
+            continue
         for place in picture.existing:
-            target = _plan_location(profile, loc, place.path, host, policy, quotas, which, plan)
+            target = _plan_location(profile, loc, place.path, host, policy, quotas, which, plan,
+                                    declared=declared)
             if target is None:
                 continue
+            if target.mode == "command" and place in picture.places:
+                target.command_env = _session_env(picture, world)
             target.rules = nested_rules(target.rules, target.root, others)
             found = None
             if target.mode == "units":  # named units: only their own files must be unused
@@ -188,6 +205,8 @@ def _plan_location(
     quotas: dict[tuple[str, str], int],
     which: Callable[[str], str | None],
     plan: CleanPlan,
+    *,
+    declared: list[str],
 ) -> Target | None:
     def leave(reason: str, refused: bool = False) -> None:
         plan.left_alone.append(Refusal(profile.id, loc.id, path, reason, refused))
@@ -238,6 +257,10 @@ def _plan_location(
         except RefusedError as exc:
             leave(exc.message, refused=True)
             return None
+    why_not = clean_refusal(root, host, declared=declared, reason=loc.outside_user_roots)
+    if why_not is not None and not _named_for(root, profile):
+        leave(f"{root} is {why_not}", refused=True)
+        return None
     wants_command = policy.explicit and not by_rules and not policy.units and (
         not policy.prune or tool_only is not None) and not policy.trash
     try:
@@ -601,3 +624,46 @@ def _age_text(seconds: float) -> str:
         if seconds >= size and seconds % size == 0:
             return f"{int(seconds // size)}{unit}"
     return f"{seconds:g}s"
+
+
+def _declared_folders(builtin: list[Profile], world: World) -> list[str]:
+    """Folders `clean` may act in wherever they are: every path a built-in profile declares
+    (up to its first wildcard), and every folder cachedoctor moved a cache to."""
+    from cachedoctor.resolve import try_expand
+
+    host = world.host
+    out: list[str] = []
+    for profile in builtin:
+        for loc in profile.locations:
+            for template in loc.paths.for_host(host):
+                path = try_expand(template, host)
+                if path:
+                    out.append(_before_wildcard(path))
+    for op in world.records.values():
+        out += [op.base, *(pair.dest for pair in op.pairs)]
+    return out
+
+
+def _before_wildcard(path: str) -> str:
+    cut = min((i for i, c in enumerate(path) if c in "*?["), default=len(path))
+    head = path[:cut]
+    return head if cut == len(path) else os.path.dirname(head)
+
+
+def _named_for(path: str, profile: Profile) -> bool:
+    """A folder whose name says it is this tool's or a cache (`/mnt/d/pip-cache`,
+    `D:\\hf\\hub`): a user's own setting pointing there is believed. `~/Documents/thesis`
+    named by a stray config file is not."""
+    words = {profile.id.lower(), profile.name.lower(), *(a.lower() for a in profile.aliases),
+             "cache"}
+    parts = [p.lower() for p in path.replace("\\", "/").split("/") if p]
+    return any(word in part for part in parts[-3:] for word in words if word)
+
+
+def _session_env(picture: Picture, world: World) -> dict[str, str | None]:
+    """The location's variables as new sessions have them: the tool's own command must clean
+    the folder the picture names, not the one this process's (older) environment points at."""
+    from cachedoctor.locate.effective import setting_variables
+
+    session = world.new_session_host()
+    return {name: session.getenv(name) for name in sorted(setting_variables(picture.location))}

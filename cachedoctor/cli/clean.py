@@ -20,6 +20,7 @@ from cachedoctor.cli.base import (
     warn,
 )
 from cachedoctor.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_OK
+from cachedoctor.sizes import count
 
 if TYPE_CHECKING:
     from cachedoctor.clean import CleanPlan, CleanResult, Policy, Target
@@ -125,7 +126,7 @@ def clean(
         verb = "Send to the trash" if trash else "Delete"
         n_units = sum(len(t.units) for t in plan.targets)
         what = f"{n_units:,} units, " if n_units else ""
-        question = f"{verb} {what}{totals['files']:,} files (frees {format_size(totals['bytes'])})?"
+        question = f"{verb} {what}{count(totals['files'], 'file')} (frees {format_size(totals['bytes'])})?"
         if any(t.mode == "command" for t in plan.targets):
             question = f"{verb} these caches ({format_size(totals['bytes'])}), running the tools' own commands?"
         if not confirm(question, yes=yes):
@@ -209,13 +210,15 @@ def _scheduled(tools: list[str], age: float | None, size: int | None, trash: boo
             for r in result.results:
                 t = r.target
                 lines.append(
-                    f"{r.status} {t.tool}/{t.location} {t.root}: {r.files} files, "
+                    f"{r.status} {t.tool}/{t.location} {t.root}: {count(r.files, 'file')}, "
                     f"{format_size(r.bytes)} ({'; '.join(t.reasons)})"
                 )
                 lines.extend(f"  skipped {s.rel}: {s.reason}" for s in r.skipped[:20])
                 lines.extend(f"  error {e}" for e in r.errors[:20])
+                lines.extend(f"  note {w}" for w in r.warnings[:20])
             summary.update(result.totals())
-            if result.failed or any(not r.in_use for r in plan.refused):
+            summary["skipped_busy"] = sum(1 for r in result.results if r.status == "busy")
+            if result.failed_apart_from_busy or any(not r.in_use for r in plan.refused):
                 code = EXIT_FAILED
     except CachedoctorError as exc:
         lines.append(f"error: {exc}")
@@ -270,7 +273,7 @@ def _render_plan(plan: CleanPlan) -> None:
         _render_target_detail(t)
     totals = plan.totals()
     console.print(
-        f"\ntotal: {totals['files']:,} files, frees {size(totals['bytes'])}"
+        f"\ntotal: {count(totals['files'], 'file')}, frees {size(totals['bytes'])}"
         + ("  (to the trash)" if plan.policy.trash else ""),
         markup=False,
     )
@@ -320,7 +323,7 @@ def _render_result(result: CleanResult) -> None:
         drive = "" if gained is None else \
             f"; drive free space {'+' if gained >= 0 else '-'}{size(abs(gained))}"
         console.print(
-            f"{t.tool}/{t.location}: {r.status}, {r.files:,} files, {size(r.bytes)} "
+            f"{t.tool}/{t.location}: {r.status}, {count(r.files, 'file')}, {size(r.bytes)} "
             f"freed (measured{planned}{drive}) ({t.root})",
             markup=False,
             highlight=False,
@@ -350,4 +353,4 @@ def _render_result(result: CleanResult) -> None:
             warn(e)
     totals = result.totals()
     how = "sent to the trash" if result.plan.policy.trash else "deleted"
-    console.print(f"total: {totals['files']:,} files {how}, {size(totals['bytes'])}", markup=False)
+    console.print(f"total: {count(totals['files'], 'file')} {how}, {size(totals['bytes'])}", markup=False)
