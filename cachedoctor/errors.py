@@ -16,6 +16,7 @@ class CachedoctorError(Exception):
     """Base class: a message meant for the user and the exit code to leave with."""
 
     exit_code = EXIT_FAILED
+    kind = "failed"  # the `errors[].kind` of a --json envelope (docs/json.md)
 
     def __init__(self, message: str, *, hint: str | None = None) -> None:
         super().__init__(message)
@@ -32,12 +33,14 @@ class UserInputError(CachedoctorError, ValueError):
     Also a ValueError, so validators (pydantic) report it as an invalid value."""
 
     exit_code = EXIT_BAD_INPUT
+    kind = "bad_input"
 
 
 class RefusedError(CachedoctorError):
     """A safety rule refuses the request (protected root, tool running, target inside source)."""
 
     exit_code = EXIT_BAD_INPUT
+    kind = "refused"
 
 
 class OperationFailed(CachedoctorError):
@@ -50,3 +53,4 @@ class LockBusyError(CachedoctorError):
     """Another cachedoctor process holds the lock on the same cache."""
 
     exit_code = EXIT_FAILED
+    kind = "busy"

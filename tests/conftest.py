@@ -5,12 +5,14 @@ mounts reaches the machine's mount table either."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -156,6 +158,22 @@ def run_cli(*args: str, input: str | None = None) -> subprocess.CompletedProcess
         env=os.environ.copy(),
         timeout=300,
     )
+
+
+def envelope_of(stdout: str) -> dict[str, Any]:
+    """The one JSON document a `--json` run prints (docs/json.md), checked for its envelope."""
+    document = json.loads(stdout)
+    assert isinstance(document, dict), document
+    assert set(document) == {"schema", "ok", "result", "warnings", "errors"}, sorted(document)
+    assert document["schema"].startswith("cachedoctor."), document["schema"]
+    return document
+
+
+def result_of(run: subprocess.CompletedProcess[str] | str) -> Any:
+    """The `result` of a `--json` run's envelope."""
+    stdout = run if isinstance(run, str) else run.stdout
+    assert stdout, run if isinstance(run, str) else run.stderr
+    return envelope_of(stdout)["result"]
 
 
 def trash_files_dir() -> Path:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -16,7 +15,7 @@ from cachedoctor.clean import Policy, plan_clean
 from cachedoctor.host import Host
 from cachedoctor.profiles.loader import load_profile_file
 from cachedoctor.safedelete import FileInfo
-from tests.conftest import IS_LINUX, needs_posix_paths, no_uses, run_cli
+from tests.conftest import IS_LINUX, needs_posix_paths, no_uses, result_of, run_cli
 
 # fake tools are /bin/sh scripts, caches hold symlinks, hosts are POSIX
 pytestmark = needs_posix_paths
@@ -104,7 +103,7 @@ def test_dry_run_lists_and_deletes_nothing_json(profiles: Path, isolated_home: P
     fill(cache, n=4, size=5000)
     proc = run_cli("clean", "faketool", "--dry-run", "--json")
     assert proc.returncode == 0, proc.stderr
-    doc = json.loads(proc.stdout)
+    doc = result_of(proc)
     assert doc["dry_run"] is True
     (target,) = doc["targets"]
     assert (target["tool"], target["location"], target["mode"]) == ("faketool", "cache", "empty")
@@ -182,7 +181,7 @@ def test_tool_command_is_preferred_shown_and_its_status_reported(
     fill(cache)
     proc = run_cli("clean", "faketool", "--yes", "--json")
     assert proc.returncode == 1
-    (result,) = json.loads(proc.stdout)["results"]
+    (result,) = result_of(proc)["results"]
     assert result["command"]["returncode"] == 3 and "boom" in result["command"]["output"]
     assert result["status"] == "failed"
 
@@ -195,7 +194,7 @@ def test_command_missing_from_path_falls_back_to_file_rules(
     fill(cache)
     proc = run_cli("clean", "faketool", "--yes", "--json")
     assert proc.returncode == 0, proc.stderr
-    (result,) = json.loads(proc.stdout)["results"]
+    (result,) = result_of(proc)["results"]
     assert result["mode"] == "empty" and result["files"] == 3
     assert list(cache.iterdir()) == []
 
@@ -216,7 +215,7 @@ def test_lru_eviction_to_a_quota(profiles: Path, isolated_home: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     left = sorted(p.name for p in cache.iterdir())
     assert left == [f"file{i}.bin" for i in range(4, 10)]
-    assert json.loads(proc.stdout)["results"][0]["files"] == 4
+    assert result_of(proc)["results"][0]["files"] == 4
 
 
 def test_max_size_trims_by_lru_and_older_than_takes_only_old_files(

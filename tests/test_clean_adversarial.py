@@ -24,7 +24,14 @@ from cachedoctor.clean import CleanPlan, Policy, execute_plan, plan_clean
 from cachedoctor.host import Host
 from cachedoctor.profiles.loader import load_profile_file
 from cachedoctor.safedelete import clean_tree
-from tests.conftest import IS_ROOT, needs_posix_paths, needs_root, no_uses, trash_files_dir
+from tests.conftest import (
+    IS_ROOT,
+    needs_posix_paths,
+    needs_root,
+    no_uses,
+    result_of,
+    trash_files_dir,
+)
 
 pytestmark = needs_posix_paths
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import IS_LINUX, run_cli
+from tests.conftest import IS_LINUX, result_of, run_cli
 
 pytestmark = pytest.mark.skipif(not IS_LINUX, reason="venv bin/ layout and sh scripts")
 KIB = 1024
@@ -74,13 +74,13 @@ def test_the_newest_pip_serving_the_cache_runs_not_the_first_on_path(
     on_path(monkeypatch, old / "bin", new / "bin")
     plan = run_cli("clean", "pip", "--dry-run", "--json")
     assert plan.returncode == 0, plan.stderr
-    (target,) = json.loads(plan.stdout)["targets"]
+    (target,) = result_of(plan)["targets"]
     assert target["command"] == [str(new / "bin" / "pip"), "cache", "purge"]
     assert "newest of 2 that serve this cache" in target["command_why"]
     assert str(old / "bin" / "pip") in target["command_why"]
     proc = run_cli("clean", "pip", "--yes", "--json")
     assert proc.returncode == 0, proc.stderr
-    (result,) = json.loads(proc.stdout)["results"]
+    (result,) = result_of(proc)["results"]
     assert list(pip_cache.rglob("entry*")) == []
     assert result["warnings"] == []
     assert result["files"] == result["measured"]["files_gone"] >= 17
@@ -99,7 +99,7 @@ def test_the_pip_a_cache_names_as_its_user_is_found_off_path(
     selfcheck.write_text(json.dumps({"key": prefix, "last_check": "2026-01-01T00:00:00Z",
                                      "pypi_version": "26.0"}))
     plan = run_cli("clean", "pip", "--dry-run", "--json")
-    (target,) = json.loads(plan.stdout)["targets"]
+    (target,) = result_of(plan)["targets"]
     assert target["command"][0] == str(new / "bin" / "pip")
 
 
@@ -110,7 +110,7 @@ def test_an_old_pip_that_leaves_http_v2_is_reported_with_measured_numbers(
     on_path(monkeypatch, old / "bin")
     proc = run_cli("clean", "pip", "--yes", "--json")
     assert proc.returncode == 0, proc.stderr
-    (result,) = json.loads(proc.stdout)["results"]
+    (result,) = result_of(proc)["results"]
     measured = result["measured"]
     assert len(list(pip_cache.rglob("entry*"))) == 16  # http-v2 untouched
     assert not (pip_cache / "http" / "a" / "b" / "old-entry").exists()
@@ -138,7 +138,7 @@ def test_a_pip_serving_another_cache_is_not_chosen_even_if_newer(
     fake.chmod(0o755)
     on_path(monkeypatch, elsewhere, new / "bin")
     plan = run_cli("clean", "pip", "--dry-run", "--json")
-    (target,) = json.loads(plan.stdout)["targets"]
+    (target,) = result_of(plan)["targets"]
     assert target["command"][0] == str(new / "bin" / "pip")
     assert "serves /some/other/cache" in target["command_why"]
     assert "purge" not in calls.read_text()

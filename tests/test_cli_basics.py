@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 
 from cachedoctor import __version__
-from tests.conftest import run_cli
+from tests.conftest import result_of, run_cli
 
 HEAVY = ("rich", "psutil", "yaml", "pydantic", "ruamel", "tomlkit", "cachedoctor.walker", "sqlite3")
 
@@ -59,4 +58,4 @@ def test_usage_errors_exit_2_without_traceback() -> None:
 def test_json_is_one_document_on_stdout() -> None:
     result = run_cli("profiles", "list", "--json")
     assert result.returncode == 0
-    assert isinstance(json.loads(result.stdout)["profiles"], list)
+    assert isinstance(result_of(result)["profiles"], list)

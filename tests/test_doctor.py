@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import textwrap
@@ -24,6 +23,7 @@ from tests.conftest import (
     needs_posix_paths,
     needs_root,
     needs_symlinks,
+    result_of,
     run_cli,
 )
 
@@ -400,7 +400,7 @@ def test_cli_json_fields_and_exit_codes(tmp_path: Path, monkeypatch: pytest.Monk
 
     result = run_cli("doctor", "demo", "--json")
     assert result.returncode == 0, result.stderr  # a warning alone exits 0
-    document = json.loads(result.stdout)
+    document = result_of(result)
     assert document["tools"] == ["demo"]
     assert document["summary"] == {"errors": 0, "warnings": 1, "hints": 0, "check_errors": 0}
     [finding] = document["findings"]
@@ -421,7 +421,7 @@ def test_cli_json_fields_and_exit_codes(tmp_path: Path, monkeypatch: pytest.Monk
     write_profile(profiles, str(cache), CLI_CHECKS + LINK_CHECKS)
     result = run_cli("doctor", "--json")  # default: every present tool (the broken link counts)
     assert result.returncode == 1, result.stderr
-    document = json.loads(result.stdout)
+    document = result_of(result)
     assert "demo" in document["tools"]
     assert document["findings"][0]["severity"] == "error"
     assert document["findings"][0]["check"] == "link-target-missing"
@@ -452,11 +452,11 @@ def test_cli_absent_tool_is_skipped_by_default_but_checked_when_named(
     """
     write_profile(profiles, str(tmp_path / "absent"), checks, tool="absent-tool")
     monkeypatch.setenv("CACHEDOCTOR_PROFILES_DIR", str(profiles))
-    default = json.loads(run_cli("doctor", "--json").stdout)
+    default = result_of(run_cli("doctor", "--json"))
     assert "absent-tool" not in default["tools"]
     named = run_cli("doctor", "absent-tool", "--json")
     assert named.returncode == 0
-    assert [f["message"] for f in json.loads(named.stdout)["findings"]] == ["hello from absent-tool"]
+    assert [f["message"] for f in result_of(named)["findings"]] == ["hello from absent-tool"]
 
 
 def test_builtin_profiles_run_on_this_machine() -> None:
@@ -468,14 +468,14 @@ def test_builtin_profiles_run_on_this_machine() -> None:
     result = run_cli("doctor", *names, "--json")
     assert result.returncode in (0, 1), result.stderr
     assert "Traceback" not in result.stderr
-    document = json.loads(result.stdout)
+    document = result_of(result)
     assert document["tools"] == names
     for finding in document["findings"]:
         assert finding["severity"] in ("error", "warning", "hint")
         assert finding["message"] and finding["why"]
     default = run_cli("doctor", "--json")
     assert default.returncode in (0, 1) and "Traceback" not in default.stderr
-    json.loads(default.stdout)
+    result_of(default)
 
 
 @needs_posix_paths
@@ -706,7 +706,7 @@ def test_cli_workspace_option_and_check_errors_exit_1(
     monkeypatch.setenv("CACHEDOCTOR_PROFILES_DIR", str(profiles))
     result = run_cli("doctor", "grokish", "--workspace", str(workspace), "--json")
     assert result.returncode == 1, result.stderr
-    document = json.loads(result.stdout)
+    document = result_of(result)
     assert document["findings"][0]["check"] == "absolute-include"
     assert document["findings"][0]["fix"] == "cachedoctor tune grokish --preset workspace --workspace ."
 

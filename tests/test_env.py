@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -22,7 +21,7 @@ from cachedoctor.envvars import (
 )
 from cachedoctor.errors import UserInputError
 from cachedoctor.host import Host
-from tests.conftest import needs_posix_paths, needs_posix_sh, run_cli
+from tests.conftest import needs_posix_paths, needs_posix_sh, result_of, run_cli
 
 BASHRC = (
     "# ~/.bashrc: executed by bash(1) for non-login shells.\n"
@@ -267,7 +266,7 @@ def test_cli_env_set_list_unset(isolated_home):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "export HF_HOME=/data/hf"
     assert "new shells" in done.stderr
-    listed = json.loads(run_cli("env", "list", "--json").stdout)
+    listed = result_of(run_cli("env", "list", "--json"))
     assert listed == {"variables": [{"name": "HF_HOME", "value": "/data/hf", "current": None, "seen": False}]}
     assert "already set" in run_cli("env", "set", "HF_HOME", "/data/hf", "--yes").stderr
     bad = run_cli("env", "set", "BAD-NAME", "x", "--yes")

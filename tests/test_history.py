@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import sqlite3
 
 from cachedoctor import history
-from tests.conftest import run_cli
+from tests.conftest import result_of, run_cli
 
 
 def test_record_get_and_filter() -> None:
@@ -48,7 +47,7 @@ def test_a_database_from_before_undo_is_migrated() -> None:
 
 def test_cli_history_json_and_table() -> None:
     empty = run_cli("history", "--json")
-    assert empty.returncode == 0 and json.loads(empty.stdout) == {"changes": []}
+    assert empty.returncode == 0 and result_of(empty) == {"changes": []}
     assert "No changes recorded yet." in run_cli("history").stdout
 
     first = history.record("quota", "cap npm cache at 2 GB", tool="npm",
@@ -57,14 +56,14 @@ def test_cli_history_json_and_table() -> None:
     history.record("quota", "undo #1", tool="npm", undoes=first)
     result = run_cli("history", "--json")
     assert result.returncode == 0, result.stderr
-    changes = json.loads(result.stdout)["changes"]
+    changes = result_of(result)["changes"]
     assert [c["id"] for c in changes] == [1, 2]
     assert set(changes[0]) == {"id", "time", "kind", "tool", "summary", "before", "after",
                                "undone_by", "undoes"}
     assert changes[0]["undone_by"] == 2 and changes[1]["undoes"] == 1
     assert changes[0]["after"] == {"location": "cache", "cap": 2000000000}
 
-    filtered = json.loads(run_cli("history", "--json", "--tool", "pip").stdout)
+    filtered = result_of(run_cli("history", "--json", "--tool", "pip"))
     assert filtered == {"changes": []}
 
     table = run_cli("history")

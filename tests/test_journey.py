@@ -4,12 +4,11 @@ that was not meant to go is exactly as it was."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from pathlib import Path
 
-from tests.conftest import needs_du, needs_posix_paths, run_cli
+from tests.conftest import needs_du, needs_posix_paths, result_of, run_cli
 from tests.test_relocate_copy import snapshot
 
 SETTINGS = '{\n\t// my editor\n\t"editor.fontSize": 14, // keep this comment\n}\n'
@@ -23,7 +22,7 @@ def ok(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def as_json(*args: str) -> dict:
-    return json.loads(ok(*args, "--json").stdout)
+    return result_of(ok(*args, "--json"))
 
 
 def make_caches(home: Path) -> tuple[Path, Path, Path]:
@@ -76,7 +75,7 @@ def test_an_afternoon_with_cachedoctor(isolated_home: Path, tmp_path: Path) -> N
     # 3. doctor: nothing wrong with a healthy relocation
     doctor = run_cli("doctor", "huggingface", "--json")
     assert doctor.returncode == 0, doctor.stderr
-    assert json.loads(doctor.stdout)["summary"]["errors"] == 0
+    assert result_of(doctor)["summary"]["errors"] == 0
 
     # 4. tune grok: only the three keys are added; a second run changes nothing
     ok("tune", "grok", "--yes")

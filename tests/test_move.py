@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import IS_LINUX, IS_ROOT, needs_root
+from tests.conftest import IS_LINUX, IS_ROOT, needs_root, result_of
 from tests.test_relocate_copy import build_tree, snapshot
 
 pytestmark = pytest.mark.skipif(not IS_LINUX, reason="exercised on Linux filesystems")
@@ -111,7 +111,7 @@ def test_move_and_restore_round_trip(where: str, profiles: Path, cache: Path, tm
 
     back = cli("restore", "foo", "--yes", "--json")
     assert back.returncode == 0, back.stderr
-    doc = json.loads(back.stdout)
+    doc = result_of(back)
     assert doc["operations"][0]["status"] == "restored"
     assert not os.path.islink(cache) and snapshot(cache) == before
     assert not target.exists() and leftovers(cache.parent, dest_root) == []
@@ -139,7 +139,7 @@ def test_dry_run_changes_nothing_and_reports_the_plan(profiles: Path, cache: Pat
     before = snapshot(cache)
     result = cli("move", "foo", str(shm), "--dry-run", "--json")
     assert result.returncode == 0, result.stderr
-    plan = json.loads(result.stdout)["operations"][0]
+    plan = result_of(result)["operations"][0]
     assert plan["status"] == "planned" and plan["method"] == "link"
     assert plan["dest"] == str(shm / "foo")
     assert plan["pairs"] == [{"source": str(cache), "dest": str(shm / "foo"), "same_filesystem": False}]
@@ -402,7 +402,7 @@ def test_several_locations_go_below_dest_tool_location(tmp_path: Path, monkeypat
     (isolated_home / ".local" / "share" / "foo" / "models" / "m").write_text("m")
     result = cli("move", "foo", str(shm), "--yes", "--json")
     assert result.returncode == 0, result.stderr
-    statuses = {op["location"]: op["status"] for op in json.loads(result.stdout)["operations"]}
+    statuses = {op["location"]: op["status"] for op in result_of(result)["operations"]}
     assert statuses == {"cache": "moved", "models": "moved"}
     assert (shm / "foo" / "cache" / "c").read_text() == "c"
     assert (shm / "foo" / "models" / "m").read_text() == "m"

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import IS_LINUX
+from tests.conftest import IS_LINUX, result_of
 from tests.test_move import cli, leftovers, pending, write_profile
 from tests.test_relocate_copy import build_tree, snapshot
 
@@ -138,10 +138,9 @@ METHOD_PROFILES: dict[str, tuple[str, str, str]] = {
 
 
 def _where(tool: str) -> dict[str, Any]:
-    import json
 
     proc = cli("where", tool, "--json")
-    return json.loads(proc.stdout)["result"]  # type: ignore[no-any-return]
+    return result_of(proc)
 
 
 def run_method_trials(method: str, trials: int, seed: int, tmp_path: Path,

@@ -4,7 +4,6 @@ finish or roll back."""
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sqlite3
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import IS_LINUX, IS_ROOT, run_cli
+from tests.conftest import IS_LINUX, IS_ROOT, result_of, run_cli
 from tests.test_move import cli, leftovers, pending, write_profile
 from tests.test_relocate_copy import build_tree, snapshot
 
@@ -172,7 +171,7 @@ def test_an_alias_bomb_in_a_profile_folder_is_skipped_and_the_rest_works(tmp_pat
     assert time.monotonic() - started < 30
     no_traceback(listed)
     assert listed.returncode == 0 and "bomb.yaml" in listed.stderr and "aliases" in listed.stderr
-    assert len(json.loads(listed.stdout)["profiles"]) >= 75
+    assert len(result_of(listed)["profiles"]) >= 75
 
 
 def _wait_until_cachedoctor_runs(pid: int) -> None:
@@ -281,7 +280,7 @@ def test_damaged_state_files_are_named_with_what_they_held(foo: Path, shm_dest: 
     assert back.returncode == 1 and "relocations.json" in back.stderr and "damaged" in back.stderr
     again = cli("move", "foo", str(shm_dest / "other"), "--yes")
     assert again.returncode == 1 and registry_file().read_text(encoding="utf-8") == "{broken"
-    doctor = json.loads(run_cli("doctor", "--json").stdout)
+    doctor = result_of(run_cli("doctor", "--json"))
     assert any(f["check"] == "state-damaged" for f in doctor["findings"])
     registry_file().unlink()
     journal_dir().mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -10,6 +9,8 @@ import venv
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import result_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -47,6 +48,6 @@ def test_installed_wheel_lists_profiles_outside_the_source_tree(wheel: Path, tmp
     result = subprocess.run([str(script), "profiles", "list", "--json"], cwd=outside, env=env,
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
-    rows = json.loads(result.stdout)["profiles"]
+    rows = result_of(result)["profiles"]
     assert rows and all(row["origin"] == "builtin" for row in rows)
     assert all("site-packages" in row["file"] for row in rows)

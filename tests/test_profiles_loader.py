@@ -15,7 +15,7 @@ from cachedoctor.profiles.loader import (
     parse_profile,
     user_profiles_dir,
 )
-from tests.conftest import IS_WINDOWS, run_cli, user_cache_root
+from tests.conftest import IS_WINDOWS, result_of, run_cli, user_cache_root
 
 GOOD = """\
 id: demo
@@ -146,7 +146,7 @@ def test_cli_validate_exit_codes(tmp_path: Path) -> None:
     assert "Traceback" not in failed.stderr
     as_json = run_cli("profiles", "validate", str(good), str(bad), "--json")
     assert as_json.returncode == 2
-    files = json.loads(as_json.stdout)["files"]
+    files = result_of(as_json)["files"]
     assert [f["valid"] for f in files] == [True, False]
     assert files[1]["errors"][0] == {
         "file": str(bad), "line": 30, "field": "checks[0].severity",
@@ -160,7 +160,7 @@ def test_cli_broken_profile_does_not_stop_the_others(tmp_path: Path) -> None:
     write(folder, "zz-broken.yaml", "id: zz\nname: Z\n")
     result = run_cli("--profiles-dir", str(folder), "profiles", "list", "--json")
     assert result.returncode == 0, result.stderr
-    ids = [row["id"] for row in json.loads(result.stdout)["profiles"]]
+    ids = [row["id"] for row in result_of(result)["profiles"]]
     assert "demo" in ids and "zz" not in ids
     assert "zz-broken.yaml" in result.stderr and "required field is missing" in result.stderr
 
@@ -175,7 +175,7 @@ def test_cli_show_resolves_paths(tmp_path: Path, isolated_home: Path) -> None:
     cache.mkdir(parents=True)
     result = run_cli("--profiles-dir", str(folder), "profiles", "show", "demo", "--json")
     assert result.returncode == 0, result.stderr
-    doc = json.loads(result.stdout)
+    doc = result_of(result)
     assert doc["locations"][0]["paths"] == [str(cache)]
     unknown = run_cli("--profiles-dir", str(folder), "profiles", "show", "nope")
     assert unknown.returncode == 2 and "unknown tool 'nope'" in unknown.stderr
@@ -183,7 +183,7 @@ def test_cli_show_resolves_paths(tmp_path: Path, isolated_home: Path) -> None:
 
 def test_cli_schema_is_a_json_schema() -> None:
     result = run_cli("profiles", "schema")
-    schema = json.loads(result.stdout)
+    schema = json.loads(result.stdout)  # the schema itself, not an envelope
     assert schema["title"] == "cachedoctor profile"
     assert {"id", "name", "locations"} <= set(schema["required"])
     defs = json.dumps(schema["$defs"])

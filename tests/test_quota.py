@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 from pathlib import Path
 
@@ -24,7 +23,7 @@ from cachedoctor.quota import (
     usage,
 )
 from cachedoctor.sizes import parse_size
-from tests.conftest import IS_WINDOWS, needs_du, run_cli, user_cache_root
+from tests.conftest import IS_WINDOWS, needs_du, result_of, run_cli, user_cache_root
 
 PROFILE = """\
 id: demo
@@ -145,9 +144,9 @@ def test_cli_quota_set_list_off(profiles_dir, isolated_home):
     assert quota_table() == {}
     done = run_cli("quota", "demo", "--location", "cache", "500MiB", "--yes", "--json")
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["changes"][0]["after_bytes"] == 500 * 2**20
+    assert result_of(done)["changes"][0]["after_bytes"] == 500 * 2**20
     listed = run_cli("quota", "list", "--json")
-    row = json.loads(listed.stdout)["quotas"][0]
+    row = result_of(listed)["quotas"][0]
     assert (row["tool"], row["location"], row["cap_bytes"], row["over"]) == ("demo", "cache", 500 * 2**20, False)
     assert row["used_bytes"] >= 10_000 and row["known"]
     assert run_cli("quota", "demo", "--off", "--yes").returncode == 0
@@ -161,7 +160,7 @@ def test_cli_ntfs_plan_on_linux(profiles_dir):
     plan = run_cli("quota", "demo", "20GB", "--location", "cache", "--ntfs", "--drive", "D:",
                    "--user", "PC\\ana", "--json")
     assert plan.returncode == 0, plan.stderr
-    doc = json.loads(plan.stdout)
+    doc = result_of(plan)
     assert doc["commands"][1] == ["fsutil", "quota", "modify", "D:", "18000000000", "20000000000", "PC\\ana"]
     assert "per user per volume" in doc["explanation"] and doc["ran"] is False
     refused = run_cli("quota", "demo", "20GB", "--location", "cache", "--ntfs", "--drive", "D:",

@@ -6,7 +6,6 @@ its own HOME, so their config files and caches are the test's own."""
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -16,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import IS_LINUX
+from tests.conftest import IS_LINUX, result_of
 
 pytestmark = pytest.mark.skipif(not IS_LINUX, reason="drives the real clients on Linux")
 
@@ -70,8 +69,8 @@ def fill(folder: Path) -> None:
 
 
 def json_of(proc: subprocess.CompletedProcess[str]) -> Any:
-    assert proc.stdout, proc.stderr
-    return json.loads(proc.stdout)
+    """The result of a `--json` run (its envelope checked)."""
+    return result_of(proc)
 
 
 @pytest.mark.parametrize(("tool", "method"), METHODS)
@@ -89,7 +88,7 @@ def test_every_command_sees_the_cache_where_the_tool_says_it_is(
     assert os.path.realpath(said) == str(target), f"{tool} says {said}"
 
     where = json_of(cd("where", tool, "--json", "--ask-tools", home=home))
-    [row] = [r for r in where["result"]["locations"] if r["location"] == "cache"]
+    [row] = [r for r in where["locations"] if r["location"] == "cache"]
     assert row["places"][0]["data"] == str(target), row
     assert row["tool_says"]["path"] is not None
     if method != "env":  # this test process has not loaded the new variable
@@ -137,7 +136,7 @@ def test_a_cache_dir_the_user_set_is_found_and_respected(isolated_home: Path, tm
     (home / ".cache" / "pip").mkdir(parents=True)  # an old default folder pip no longer uses
 
     where = json_of(cd("where", "pip", "--json", home=home))
-    [row] = where["result"]["locations"]
+    [row] = where["locations"]
     assert row["places"][0]["path"] == str(mine)
     assert "pip.conf [global] cache-dir" in row["places"][0]["how"]
     assert row["unused"] == [str(home / ".cache" / "pip")]

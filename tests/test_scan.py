@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 from pathlib import Path
@@ -10,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from cachedoctor.quota import set_quota
-from tests.conftest import needs_du, needs_root, needs_symlinks, run_cli, user_cache_root
+from tests.conftest import needs_du, needs_root, needs_symlinks, result_of, run_cli, user_cache_root
 
 PROFILE = """\
 id: demo
@@ -55,7 +54,7 @@ def du(flag: str, path: Path) -> int:
 def scan_json(*args: str) -> tuple[int, dict]:
     result = run_cli("scan", *args, "--json")
     assert "Traceback" not in result.stderr, result.stderr
-    return result.returncode, json.loads(result.stdout)
+    return result.returncode, result_of(result)
 
 
 @needs_du
@@ -138,7 +137,7 @@ def test_human_table_and_errors(profiles_dir: Path, isolated_home: Path, tmp_pat
     assert unknown.returncode == 2 and "unknown tool 'nope'" in unknown.stderr
     missing = run_cli("scan", "--path", str(tmp_path / "missing"), "--json")
     assert missing.returncode == 1
-    assert json.loads(missing.stdout)["entries"][0]["partial"] is True
+    assert result_of(missing)["entries"][0]["partial"] is True
 
 
 @needs_root
@@ -157,11 +156,10 @@ def test_nested_mount_is_crossed_like_du_unless_one_file_system(tmp_path: Path, 
 
 
 def test_scan_and_profiles_list_filter_by_category() -> None:
-    import json
 
     from tests.conftest import run_cli
 
-    listed = json.loads(run_cli("profiles", "list", "--category", "browser", "--json").stdout)
+    listed = result_of(run_cli("profiles", "list", "--category", "browser", "--json"))
     assert {p["id"] for p in listed["profiles"]} == {"chrome", "chromium", "edge"}
     assert {p["category"] for p in listed["profiles"]} == {"browser"}
     assert run_cli("scan", "--category", "browser", "--json").returncode == 0

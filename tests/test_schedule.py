@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import plistlib
 import shutil
@@ -28,7 +27,7 @@ from cachedoctor.schedule import (
     state_of,
     systemd,
 )
-from tests.conftest import IS_LINUX, IS_MACOS, needs_linux, needs_posix_paths, run_cli
+from tests.conftest import IS_LINUX, IS_MACOS, needs_linux, needs_posix_paths, result_of, run_cli
 
 needs_systemd_analyze = pytest.mark.skipif(
     shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed"
@@ -221,15 +220,15 @@ def test_cli_install_status_remove_with_cron(isolated_home: Path) -> None:
         "--json",
     )
     assert proc.returncode == 0, proc.stderr
-    doc = json.loads(proc.stdout)
+    doc = result_of(proc)
     assert doc["backend"] == "cron" and doc["cron_line"].startswith("2 1 * * * ")
     assert doc["policy"]["older_than_seconds"] == 14 * 86400
-    status = json.loads(run_cli("schedule", "status", "--json").stdout)
+    status = result_of(run_cli("schedule", "status", "--json"))
     (cron_entry,) = [b for b in status["backends"] if b["backend"] == "cron"]
     assert cron_entry["installed"] and cron_entry["schedule"] == "2 1 * * *"
     assert status["last_run"] is None
     assert run_cli("clean", "--scheduled").returncode == 0
-    status = json.loads(run_cli("schedule", "status", "--json").stdout)
+    status = result_of(run_cli("schedule", "status", "--json"))
     assert status["last_run"]["status"] == "ok"
     text = run_cli("schedule", "status").stdout
     assert "cron: installed" in text and "last run:" in text
@@ -256,7 +255,7 @@ def test_cli_rejects_bad_input(isolated_home: Path) -> None:
 def test_dry_run_shows_units_and_writes_nothing(isolated_home: Path) -> None:
     proc = run_cli("schedule", "install", "--backend", "systemd", "--dry-run", "--json")
     assert proc.returncode == 0, proc.stderr
-    doc = json.loads(proc.stdout)
+    doc = result_of(proc)
     assert any(path.endswith(".timer") for path in doc["files"])
     assert not (isolated_home / ".config" / "systemd").exists()
 

@@ -32,7 +32,7 @@ def where(tool: str, home: Path, env: dict[str, str], cwd: Path) -> dict[str, ob
     proc = subprocess.run([sys.executable, "-m", "cachedoctor", "where", tool,
                            "--json"], capture_output=True, text=True, env=full, timeout=120,
                           cwd=cwd)
-    location: dict[str, object] = json_of(proc)["result"]["locations"][0]
+    location: dict[str, object] = json_of(proc)["locations"][0]
     return location
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -12,7 +11,7 @@ from cachedoctor import history, undo
 from cachedoctor.errors import RefusedError, UserInputError
 from cachedoctor.host import Host
 from cachedoctor.quota import quota_table, set_quota
-from tests.conftest import IS_MACOS, needs_linux, needs_posix_paths, run_cli
+from tests.conftest import IS_MACOS, needs_linux, needs_posix_paths, result_of, run_cli
 
 
 def host() -> Host:
@@ -171,7 +170,7 @@ def test_cli_undo_dry_run_yes_and_refusals() -> None:
 
     dry = run_cli("undo", str(change), "--dry-run", "--json")
     assert dry.returncode == 0, dry.stderr
-    plan = json.loads(dry.stdout)
+    plan = result_of(dry)
     assert plan["dry_run"] is True and plan["id"] == change and plan["kind"] == "quota"
     assert plan["steps"] == ["quota cargo registry: 8.4 GiB (9000000000 bytes) -> no cap"]
     assert quota_table() == {("cargo", "registry"): 9_000_000_000}
@@ -182,7 +181,7 @@ def test_cli_undo_dry_run_yes_and_refusals() -> None:
 
     done = run_cli("undo", str(change), "--yes", "--json")
     assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout)
+    result = result_of(done)
     assert result["undone"] == change and isinstance(result["record"], int)
     assert quota_table() == {}
 

@@ -3,7 +3,6 @@ own layout (http-v2/ beside an old http/, wheels/) and on a temporary profile.""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import time
@@ -11,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import needs_du, needs_posix_paths, run_cli
+from tests.conftest import needs_du, needs_posix_paths, result_of, run_cli
 from tests.layouts import age
 
 pytestmark = needs_posix_paths
@@ -46,7 +45,7 @@ def pip_cache(isolated_home: Path) -> Path:
 def ls_units() -> dict[str, dict]:
     proc = run_cli("ls", "pip", "--json")
     assert proc.returncode == 0, proc.stderr
-    (location,) = json.loads(proc.stdout)["result"]["locations"]
+    (location,) = result_of(proc)["locations"]
     return {u["id"]: u for u in location["units"]}
 
 
@@ -72,7 +71,7 @@ def test_max_size_evicts_whole_entries_and_single_store_files_least_recently_use
     assert not (pip_cache / "http-v2" / "a" / "b" / "0" / "entry0").exists()
     assert (pip_cache / "wheels" / "00").is_dir()  # 50 days: not needed to reach the cap
     assert (pip_cache / "http-v2" / "a" / "b" / "1" / "entry1").exists()
-    (result,) = json.loads(proc.stdout)["results"]
+    (result,) = result_of(proc)["results"]
     assert result["measured"]["bytes_after"] <= total - 100 * KIB
     assert result["bytes"] == result["estimated_bytes"]
 
@@ -90,7 +89,7 @@ def test_prune_removes_the_superseded_http_folder_and_dangling_links(pip_cache: 
     (pip_cache / "wheels" / "02" / "fine").symlink_to("cd")
     plan = run_cli("clean", "pip", "--prune", "--dry-run", "--json")
     assert plan.returncode == 0, plan.stderr
-    (target,) = json.loads(plan.stdout)["targets"]
+    (target,) = result_of(plan)["targets"]
     assert {g["id"] for g in target["garbage"]} == {"http", "dangling links"}
     proc = run_cli("clean", "pip", "--prune", "--yes")
     assert proc.returncode == 0, proc.stderr

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import os
 import subprocess
 import sys
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import IS_LINUX, needs_du, run_cli
+from tests.conftest import IS_LINUX, needs_du, result_of, run_cli
 
 uv = pytest.importorskip("uv")
 pytestmark = pytest.mark.skipif(not IS_LINUX, reason="uv hard-links on Linux (clones on macOS)")
@@ -80,7 +79,7 @@ def test_the_uv_plan_says_its_linked_files_free_nothing(linked: tuple[Path, Path
     cache, _ = linked
     proc = run_cli("clean", "uv", "--dry-run", "--json")
     assert proc.returncode == 0, proc.stderr
-    (target,) = json.loads(proc.stdout)["targets"]
+    (target,) = result_of(proc)["targets"]
     assert target["mode"] == "command" and target["command"][1:] == ["cache", "prune"]
     linked_bytes = outside_linked_bytes(cache)
     assert linked_bytes > 90000
@@ -106,12 +105,12 @@ def test_file_rules_over_a_linked_cache_report_what_was_really_freed(
     total = int(subprocess.check_output(["du", "-sB1", str(cache)]).split()[0])
     linked_bytes = outside_linked_bytes(cache)
     plan = run_cli("clean", "rawcache", "--dry-run", "--json")
-    (target,) = json.loads(plan.stdout)["targets"]
+    (target,) = result_of(plan)["targets"]
     assert target["bytes"] <= total - linked_bytes
     assert any("frees 0 B" in n for n in target["notes"])
     proc = run_cli("clean", "rawcache", "--yes", "--json")
     assert proc.returncode == 0, proc.stderr
-    (result,) = json.loads(proc.stdout)["results"]
+    (result,) = result_of(proc)["results"]
     left = int(subprocess.check_output(["du", "-sB1", str(cache)]).split()[0])
     freed = total - left - linked_bytes  # the venv still holds the linked files' data
     assert result["measured"]["still_linked_elsewhere_bytes"] == linked_bytes
@@ -125,7 +124,7 @@ def test_uvs_own_prune_runs_and_its_result_is_measured(linked: tuple[Path, Path]
     before = sum(p.lstat().st_blocks * 512 for p in cache.rglob("*"))
     proc = run_cli("clean", "uv", "--yes", "--json")
     assert proc.returncode == 0, proc.stderr
-    (result,) = json.loads(proc.stdout)["results"]
+    (result,) = result_of(proc)["results"]
     assert result["command"]["returncode"] == 0
     measured = result["measured"]
     assert result["bytes"] == measured["bytes_before"] - measured["bytes_after"]

@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess
@@ -14,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import needs_du, needs_posix_paths, run_cli
+from tests.conftest import envelope_of, needs_du, needs_posix_paths, result_of, run_cli
 from tests.layouts import age, blob_name, commit_of, make_repo
 
 hf = pytest.importorskip("huggingface_hub")
@@ -85,7 +84,7 @@ def hub(isolated_home: Path) -> tuple[Path, dict[str, dict[str, dict[str, bytes]
 def ls_json(*args: str) -> dict:
     proc = run_cli("ls", "huggingface", "--location", "hub", "--json", *args)
     assert proc.returncode == 0, proc.stderr
-    doc = json.loads(proc.stdout)
+    doc = envelope_of(proc.stdout)
     assert doc["schema"] == "cachedoctor.ls/1" and doc["ok"] is True
     (location,) = doc["result"]["locations"]
     return location
@@ -161,7 +160,7 @@ def test_every_rule_evicts_whole_repos_and_leaves_a_hub_huggingface_hub_reads(hu
     proc = run_cli("clean", "huggingface", *args, "--yes", "--json")
     assert proc.returncode == 0, proc.stderr
     assert check_hub(folder, written) == {names[k] for k in kept}
-    (result,) = [r for r in json.loads(proc.stdout)["results"] if r["location"] == "hub"]
+    (result,) = [r for r in result_of(proc)["results"] if r["location"] == "hub"]
     measured = result["measured"]
     assert result["bytes"] == measured["bytes_before"] - measured["bytes_after"]
     assert result["bytes"] == result["estimated_bytes"]  # nothing else changed meanwhile
@@ -179,7 +178,7 @@ def test_a_revision_can_be_removed_and_shared_blobs_stay(hub) -> None:
     plan = run_cli("clean", "huggingface", "--unit", "model/google-bert/bert-base-uncased@pr/1",
                    "--dry-run", "--json")
     assert plan.returncode == 0, plan.stderr
-    (target,) = [t for t in json.loads(plan.stdout)["targets"] if t["location"] == "hub"]
+    (target,) = [t for t in result_of(plan)["targets"] if t["location"] == "hub"]
     (unit,) = target["units"]
     assert unit["revision"] == b
     # the pr/1 revision's own blobs (model, vocab), not the config blob main uses too
@@ -216,7 +215,7 @@ def test_a_copied_hub_is_not_made_immune_by_its_new_ctimes(isolated_home: Path) 
     assert new.lstat().st_ctime > now - 60
     proc = run_cli("clean", "huggingface", "--older-than", "30d", "--dry-run", "--json")
     assert proc.returncode == 0, proc.stderr
-    (target,) = [t for t in json.loads(proc.stdout)["targets"] if t["location"] == "hub"]
+    (target,) = [t for t in result_of(proc)["targets"] if t["location"] == "hub"]
     assert [u["id"] for u in target["units"]] == ["model/google-bert/bert-base-uncased"]
     assert target["files"] > 0
     assert target["clock"]["clock"] in ("atime", "mtime")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import needs_du, needs_posix_paths, run_cli
+from tests.conftest import needs_du, needs_posix_paths, result_of, run_cli
 from tests.layouts import age, make_ollama_model
 
 pytestmark = needs_posix_paths
@@ -35,7 +35,7 @@ def models(isolated_home: Path) -> Path:
 def ls_units() -> dict[str, dict]:
     proc = run_cli("ls", "ollama", "--location", "user-models", "--json")
     assert proc.returncode == 0, proc.stderr
-    (location,) = json.loads(proc.stdout)["result"]["locations"]
+    (location,) = result_of(proc)["locations"]
     return {u["id"]: u for u in location["units"]}
 
 
@@ -70,7 +70,7 @@ def test_removing_a_model_keeps_the_blobs_another_model_uses(models: Path) -> No
     assert proc.returncode == 0, proc.stderr
     assert not latest.exists() and not own.exists()
     assert shared.exists() and all(b.exists() for b in manifest_blobs(eight))
-    (result,) = json.loads(proc.stdout)["results"]
+    (result,) = result_of(proc)["results"]
     assert result["units_removed"] == ["llama3:latest"]
     assert result["bytes"] == result["measured"]["bytes_before"] - result["measured"]["bytes_after"]
     assert result["bytes"] == result["estimated_bytes"]

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from cachedoctor import walker
 from cachedoctor.walker import WalkResult, measure
-from tests.conftest import IS_LINUX, IS_ROOT, needs_du, run_cli
+from tests.conftest import IS_LINUX, IS_ROOT, needs_du, result_of, run_cli
 
 # Walk every tree single-process and with forced parallelism (2 workers even on tiny trees).
 MODES = [1, 2]
@@ -494,7 +494,7 @@ def test_interrupt_kills_and_reaps_the_workers(wide_tree: Path,
 def test_cli_scan_path_json_matches_du(wide_tree: Path) -> None:
     proc = run_cli("scan", "--path", str(wide_tree), "--json")
     assert proc.returncode == 0, proc.stderr
-    entry = json.loads(proc.stdout)["entries"][0]
+    entry = result_of(proc)["entries"][0]
     assert (entry["bytes"], entry["apparent_bytes"], entry["inodes"]) == du(wide_tree)
     assert entry["partial"] is False and entry["errors"] == []
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -64,9 +64,43 @@ for _name in COMMAND_MODULES:
     importlib.import_module(f"cachedoctor.cli.{_name}")
 
 
+def command_path(command: Any, argv: list[str]) -> tuple[str, bool]:
+    """The command an argv names (`env.set`; `quota.set` for the `quota TOOL SIZE` shorthand)
+    and whether it asks for `--json`, read with the CLI's own parser in its resilient mode (no
+    callback runs, no error is raised): the envelope of a run that fails early still names it."""
+    try:
+        ctx = command.make_context("cachedoctor", list(argv), resilient_parsing=True)
+        parts: list[str] = []
+        group, args = command, [*getattr(ctx, "_protected_args", ()), *ctx.args]
+        while hasattr(group, "resolve_command") and args:
+            name, sub, rest = group.resolve_command(ctx, args)
+            if sub is None or name is None:
+                break
+            parts.append(name)
+            ctx = sub.make_context(name, list(rest), parent=ctx, resilient_parsing=True)
+            group, args = sub, [*getattr(ctx, "_protected_args", ()), *ctx.args]
+        return ".".join(parts), bool(ctx.params.get("json_out")) or "--json" in argv
+    except Exception:  # an argv the parser cannot even read: a usage error follows
+        return "", "--json" in argv
+
+
 def run(argv: list[str] | None = None) -> int:
-    """Run the CLI and return the exit code; user-facing errors never show a traceback."""
+    """Run the CLI and return the exit code; user-facing errors never show a traceback. A
+    `--json` run prints its envelope whatever happened (`cachedoctor.cli.output`)."""
+    from cachedoctor.cli import output
+
+    args = list(sys.argv[1:] if argv is None else argv)
     command = typer.main.get_command(app)
+    name, json_out = command_path(command, args)
+    output.begin(name, json_out=json_out)
+    code = _run(command, args)
+    output.finish(code)
+    return code
+
+
+def _run(command: Any, argv: list[str]) -> int:
+    from cachedoctor.cli import output
+
     try:
         result = command.main(args=argv, prog_name="cachedoctor", standalone_mode=False)
         return result if isinstance(result, int) else 0
@@ -80,6 +114,7 @@ def run(argv: list[str] | None = None) -> int:
             show()
         else:
             sys.stderr.write(f"error: {exc.format_message()}\n")
+        output.add_error(exc.exit_code or EXIT_BAD_INPUT, "usage", exc.format_message())
         return exc.exit_code or EXIT_BAD_INPUT
     except KeyboardInterrupt as exc:
         return _interrupted(exc)
@@ -87,21 +122,27 @@ def run(argv: list[str] | None = None) -> int:
         return _interrupted(KeyboardInterrupt())
     except CachedoctorError as exc:
         sys.stderr.write(f"error: {exc}\n")
+        output.add_error(exc.exit_code, exc.kind, exc.message, exc.hint)
         return exc.exit_code
     except BrokenPipeError:
         return 0
     except OSError as exc:  # a drive turned read-only, full, or failing: say which file, no traceback
         where = f"{exc.filename}: " if exc.filename else ""
         sys.stderr.write(f"error: {where}{exc.strerror or exc}\n")
+        output.add_error(EXIT_FAILED, "os", f"{where}{exc.strerror or exc}")
         _tell_what_is_unfinished()
         return EXIT_FAILED
     except (RecursionError, MemoryError) as exc:
-        sys.stderr.write(f"error: the input is too deeply nested or too large ({type(exc).__name__})\n")
+        message = f"the input is too deeply nested or too large ({type(exc).__name__})"
+        sys.stderr.write(f"error: {message}\n")
+        output.add_error(EXIT_BAD_INPUT, "bad_input", message)
         return EXIT_BAD_INPUT
     except Exception as exc:
         log = _crash_log(exc)
         sys.stderr.write(f"error: unexpected {type(exc).__name__}: {exc}\n"
                          f"  the details are in {log}; please report it\n")
+        output.add_error(EXIT_FAILED, "crash", f"unexpected {type(exc).__name__}: {exc}",
+                         f"the details are in {log}")
         _tell_what_is_unfinished()
         return EXIT_FAILED
 
@@ -109,11 +150,13 @@ def run(argv: list[str] | None = None) -> int:
 def _interrupted(exc: KeyboardInterrupt) -> int:
     """Ctrl-C, SIGTERM or SIGHUP: say so, and where any interrupted operation stands (a move in
     its copy phase has already rolled back; a later phase is left to finish or roll back)."""
-    from cachedoctor.cli import Terminated
+    from cachedoctor.cli import Terminated, output
 
     sys.stderr.write("\ninterrupted\n")
     _tell_what_is_unfinished()
-    return 128 + exc.signum if isinstance(exc, Terminated) else EXIT_INTERRUPTED
+    code = 128 + exc.signum if isinstance(exc, Terminated) else EXIT_INTERRUPTED
+    output.add_error(code, "interrupted", "interrupted")
+    return code
 
 
 def _tell_what_is_unfinished() -> None:

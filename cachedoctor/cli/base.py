@@ -6,7 +6,6 @@ YAML, the walker) are imported inside command bodies so `--help` stays fast.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import sys
@@ -116,8 +115,12 @@ def printable(text: str) -> str:
 
 
 def warn(message: str) -> None:
+    """A warning on stderr for a person; a `--json` run also lists it in the envelope."""
     from rich.markup import escape
 
+    from cachedoctor.cli import output
+
+    output.add_warning(message)
     stderr_console().print(f"[yellow]warning:[/yellow] {escape(printable(message))}", soft_wrap=True)
 
 
@@ -126,22 +129,15 @@ def info(message: str) -> None:
     stderr_console().print(printable(message), markup=False, highlight=False, soft_wrap=True)
 
 
-def emit_json(document: Any) -> None:
-    # non-ASCII paths stay exact on a stream that is not UTF-8 (a Windows pipe): escaped
-    from cachedoctor.cli import is_utf8
+def emit_json(document: Any, *, ok: bool | None = None) -> None:
+    """The result of a `--json` run: printed once, in the envelope, when the run ends
+    (`cachedoctor.cli.output`; docs/json.md)."""
+    from cachedoctor.cli import output
 
-    json.dump(document, sys.stdout, indent=2, ensure_ascii=not is_utf8(sys.stdout), default=str)
-    sys.stdout.write("\n")
-
-
-JSON_SCHEMA_PREFIX = "cachedoctor."
-
-
-def emit_result(command: str, result: Any, *, version: int = 1, ok: bool = True,
-                warnings: list[str] | None = None, errors: list[Any] | None = None) -> None:
-    """The one JSON envelope every command prints (docs/json.md)."""
-    emit_json({"schema": f"{JSON_SCHEMA_PREFIX}{command}/{version}", "ok": ok, "result": result,
-               "warnings": list(warnings or []), "errors": list(errors or [])})
+    if output.SESSION.json:
+        output.set_result(document, ok=ok)
+    else:  # a command whose plain output is JSON itself (`profiles schema`)
+        output.write_json(document)
 
 
 def show_progress() -> bool:
@@ -173,7 +169,6 @@ __all__ = [
     "app",
     "confirm",
     "emit_json",
-    "emit_result",
     "exit_with",
     "info",
     "printable",

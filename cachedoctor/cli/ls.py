@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
-from cachedoctor.cli.base import JsonOption, app, emit_result, profile_set, stdout_console, warn
+from cachedoctor.cli import output
+from cachedoctor.cli.base import JsonOption, app, emit_json, profile_set, stdout_console, warn
 from cachedoctor.errors import EXIT_BAD_INPUT, EXIT_OK
 
 if TYPE_CHECKING:
@@ -46,9 +47,10 @@ def ls(
     found = list_units(profile, Host.current(), location=location, all_profiles=all_profiles)
     shown = {id(f): sort_units(f.survey.units, key)[:limit] if f.survey else [] for f in found}
     if json_out:
-        emit_result("ls", {"tool": profile.id, "sort": key, "limit": limit,
-                           "locations": [f.to_json(shown[id(f)]) for f in found]},
-                    warnings=[e for f in found if f.survey for e in f.survey.tree.errors])
+        for error in (e for f in found if f.survey for e in f.survey.tree.errors):
+            output.add_warning(error)
+        emit_json({"tool": profile.id, "sort": key, "limit": limit,
+                   "locations": [f.to_json(shown[id(f)]) for f in found]})
         raise typer.Exit(EXIT_OK)
     if not found:
         stdout_console().print(f"{profile.name}: no location of it exists here.")

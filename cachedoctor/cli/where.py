@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cachedoctor.cli.base import JsonOption, app, emit_result, profile_set, stdout_console
+from cachedoctor.cli import output
+from cachedoctor.cli.base import JsonOption, app, emit_json, profile_set, stdout_console
 from cachedoctor.errors import EXIT_FAILED, EXIT_OK
 
 if TYPE_CHECKING:
@@ -50,8 +51,9 @@ def where(
         bad = bad or bool(pic.problems) or bool(pic.conflicts)
         rows.append(row)
     if json_out:
-        emit_result("where", {"locations": rows}, ok=not bad,
-                    warnings=list(world.problems))
+        for problem in world.problems:
+            output.add_warning(problem)
+        emit_json({"locations": rows}, ok=not bad)
     else:
         _render(rows, world.problems)
     raise typer.Exit(EXIT_FAILED if bad else EXIT_OK)
@@ -132,7 +134,7 @@ def which(
     profiles = [lp.profile for lp in profile_set().profiles.values()]
     result = find(path, profiles, observe(Host.current()))
     if json_out:
-        emit_result("which", result.to_json(), ok=bool(result.owners))
+        emit_json(result.to_json(), ok=bool(result.owners))
     else:
         _render_which(result)
     raise typer.Exit(EXIT_OK if result.owners else EXIT_FAILED)

@@ -1,0 +1,94 @@
+"""The output contract: what one run of a command prints for a program reading `--json`.
+
+Every `--json` run prints exactly one document on stdout, the envelope (docs/json.md):
+
+    {"schema": "cachedoctor.<command>/<version>", "ok": bool, "result": ..., "warnings": [...],
+     "errors": [{"code": int, "kind": str, "message": str, "hint": str | null}]}
+
+`<command>` is the command's path (`scan`, `env.set`, `schedule.status`). A command hands its
+result over with `set_result`; what it warns about is collected as it is said on stderr; an
+error that ends the run becomes `errors` and the document is still printed (`result` null), so
+a program never has to parse stderr. `ok` is the exit code being 0 unless the command says
+otherwise (`where` with a problem found). No rich, no typer here: a `--json` run pays for
+neither.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA_PREFIX = "cachedoctor."
+VERSIONS: dict[str, int] = {}  # command path -> its result's version, when not 1
+
+
+@dataclass
+class Session:
+    """What the current run will print as its envelope."""
+
+    command: str = ""
+    json: bool = False
+    result: Any = None
+    ok: bool | None = None  # None: decided by the exit code
+    warnings: list[str] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    printed: bool = False
+
+
+SESSION = Session()
+
+
+def begin(command: str, *, json_out: bool) -> Session:
+    global SESSION
+    SESSION = Session(command=command, json=json_out)
+    return SESSION
+
+
+def set_result(result: Any, *, ok: bool | None = None) -> None:
+    SESSION.result = result
+    if ok is not None:
+        SESSION.ok = ok
+
+
+def add_warning(message: str) -> None:
+    SESSION.warnings.append(message)
+
+
+def add_error(code: int, kind: str, message: str, hint: str | None = None) -> None:
+    SESSION.errors.append({"code": code, "kind": kind, "message": message, "hint": hint})
+
+
+def schema_name(command: str) -> str:
+    return f"{SCHEMA_PREFIX}{command}/{VERSIONS.get(command, 1)}"
+
+
+def envelope(exit_code: int) -> dict[str, Any]:
+    ok = SESSION.ok if SESSION.ok is not None else exit_code == 0
+    return {"schema": schema_name(SESSION.command or "cachedoctor"), "ok": ok and exit_code == 0,
+            "result": SESSION.result, "warnings": list(SESSION.warnings),
+            "errors": list(SESSION.errors)}
+
+
+def finish(exit_code: int) -> None:
+    """Print the envelope of a `--json` run (once)."""
+    if not SESSION.json or SESSION.printed:
+        return
+    SESSION.printed = True
+    try:
+        write_json(envelope(exit_code))
+        sys.stdout.flush()
+    except BrokenPipeError:  # `| head`: the reader has gone, which is not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def write_json(document: Any) -> None:
+    """One JSON document on stdout; non-ASCII paths stay exact on a stream that is not UTF-8
+    (a Windows pipe): escaped there."""
+    encoding = (getattr(sys.stdout, "encoding", None) or "").lower().replace("-", "")
+    json.dump(document, sys.stdout, indent=2, ensure_ascii=encoding not in ("utf8", "utf8sig"),
+              default=str)
+    sys.stdout.write("\n")
