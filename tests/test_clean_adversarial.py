@@ -29,7 +29,6 @@ from tests.conftest import (
     needs_posix_paths,
     needs_root,
     no_uses,
-    result_of,
     trash_files_dir,
 )
 
