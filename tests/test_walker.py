@@ -251,18 +251,6 @@ def test_deep_tree(tmp_path: Path) -> None:
         assert totals(measure(str(folder), workers=workers)) == du(folder)
 
 
-@needs_du
-def test_path_based_walk_used_without_dir_fd(wide_tree: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Windows code path (scandir by path), run on Linux: same totals."""
-    monkeypatch.setattr(walker, "_FD_WALK", False)
-    assert walker._worker_count(None) == 1
-    progress: list[tuple[int, int]] = []
-    result = measure(str(wide_tree), on_progress=lambda n, b: progress.append((n, b)))
-    assert totals(result) == du(wide_tree)
-    assert progress[-1] == (result.inodes, result.allocated_bytes)
-
-
 def test_windows_reparse_points_are_not_descended() -> None:
     mode = 0o040777
     junction = SimpleNamespace(st_mode=mode, st_file_attributes=0x10 | 0x400)  # DIRECTORY | REPARSE

@@ -14,12 +14,23 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from cachedoctor.errors import OperationFailed
 from cachedoctor.fs.kinds import LinkKind
 
 
-class InUseError(PermissionError):
+class InUseError(PermissionError, OperationFailed):
     """Another program holds the entry (a Windows sharing violation that outlasted the
-    retries): the operation can be run again once it lets go."""
+    retries): the operation can be run again once it lets go. An OSError for the tree layer,
+    a clear message (no traceback) for the CLI."""
+
+    def __init__(self, code: int, strerror: str, filename: str | None) -> None:
+        PermissionError.__init__(self, code, strerror, filename)
+        self.message = f"{filename} is in use: {strerror}"
+        self.hint = ("close the program that has it open (an antivirus scan ends by itself), "
+                     "then run the same command again: it carries on from where it stopped")
+
+    def __str__(self) -> str:
+        return OperationFailed.__str__(self)
 
 
 class Ops:

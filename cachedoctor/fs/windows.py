@@ -164,7 +164,10 @@ class WindowsOps(Ops):
         return folder.path if folder is not None else None
 
     # --- removal, with the retries Windows needs ------------------------------------------
-    def _retry(self, call: Callable[..., T], *args: Any) -> T:
+    def _retry(self, call: Callable[..., T], *args: Any, moving: bool = False) -> T:
+        """`call`, again after a pause while Windows says another program holds the entry.
+        What still fails is an InUseError; for a rename (`moving`) "access denied" too: that
+        is what a folder holding an open file answers (uv#1491)."""
         for delay in (*self.retry_delays, None):
             try:
                 return call(*args)
@@ -174,8 +177,11 @@ class WindowsOps(Ops):
                     raise
                 if delay is None:
                     if code in _IN_USE:
-                        raise InUseError(exc.errno, "another program has it open (Windows "
+                        raise InUseError(exc.errno or errno.EACCES, "another program has it open (Windows "
                                          "sharing violation)", exc.filename) from exc
+                    if moving:
+                        raise InUseError(exc.errno or errno.EACCES, "access is denied: another program has "
+                                         "it, or a file in it, open", exc.filename) from exc
                     raise
                 time.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
@@ -266,7 +272,7 @@ class WindowsOps(Ops):
         return WinStat(self.api.lstat(long_path(path)))
 
     def rename_path(self, src: str, dst: str) -> None:
-        self._retry(self.api.rename, long_path(src), long_path(dst))
+        self._retry(self.api.rename, long_path(src), long_path(dst), moving=True)
 
     def rmdir_path(self, path: str) -> None:
         self._retry(self.api.rmdir, long_path(path))

@@ -77,7 +77,7 @@ class WinStatResult:
         self.st_dev = st.st_dev if identity else 0
         self.st_nlink = st.st_nlink if identity else 0
         self.st_uid = self.st_gid = 0
-        self.st_size = st.st_size if not stat.S_ISDIR(mode) else 0
+        self.st_size = st.st_size if stat.S_ISREG(mode) else 0  # folders and links: 0
         self.st_atime, self.st_mtime, self.st_ctime = st.st_atime, st.st_mtime, st.st_ctime
         self.st_atime_ns, self.st_mtime_ns, self.st_ctime_ns = (
             st.st_atime_ns, st.st_mtime_ns, st.st_ctime_ns)
@@ -248,9 +248,9 @@ class WindowsApi:
         native = self._native(path)
         st = self._win_stat(native, identity=True)
         if st.st_file_attributes & FILE_ATTRIBUTE_REPARSE_POINT:
-            if not st.st_file_attributes & FILE_ATTRIBUTE_DIRECTORY:
-                raise win_error(NotADirectoryError, errno.ENOTDIR, 267,
-                                "The directory name is invalid", path)
+            if os.path.isfile(native):  # a file symlink (a link to a folder whose target is
+                raise win_error(NotADirectoryError, errno.ENOTDIR, 267,  # gone stays a folder
+                                "The directory name is invalid", path)  # link on Windows)
             self._drop_link(native)  # the reparse point goes; the target stays
             return
         if self._violation(native, inside=False):
