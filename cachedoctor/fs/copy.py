@@ -187,7 +187,7 @@ class _Copy(TreeWalk):
                     self.first_copy[key] = os.path.join(self.dst, rel)
                 result.xattr_failures += self._copy_file(fd, dfd, name, st)
                 result.bytes += st.st_size
-            elif not ops.make_special(st, name, dir_fd=dfd):
+            elif not ops.make_special(st, name, dir_fd=dfd, modes=options.modes):
                 result.skipped.append(self.path_of(rel))  # a socket: not data
                 continue
             result.entries += 1

@@ -83,7 +83,7 @@ class PosixOps(Ops):
     def hardlink(self, existing: str, name: str, *, dir_fd: int) -> None:
         os.link(existing, name, dst_dir_fd=dir_fd, follow_symlinks=False)
 
-    def make_special(self, st: Any, name: str, *, dir_fd: int) -> bool:
+    def make_special(self, st: Any, name: str, *, dir_fd: int, modes: bool) -> bool:
         mode = st.st_mode
         if stat.S_ISFIFO(mode):
             os.mkfifo(name, 0o600, dir_fd=dir_fd)
@@ -94,7 +94,8 @@ class PosixOps(Ops):
         if _IS_ROOT:
             with contextlib.suppress(PermissionError):
                 os.chown(name, st.st_uid, st.st_gid, dir_fd=dir_fd, follow_symlinks=False)
-        os.chmod(name, stat.S_IMODE(mode), dir_fd=dir_fd)
+        if modes:
+            os.chmod(name, stat.S_IMODE(mode), dir_fd=dir_fd)
         os.utime(name, ns=(st.st_atime_ns, st.st_mtime_ns), dir_fd=dir_fd)
         return True
 

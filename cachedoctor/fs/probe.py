@@ -67,13 +67,22 @@ class Capabilities:
         return f" ({why})" if why else ""
 
 
-_cache: dict[int, Capabilities] = {}
+_cache: dict[tuple[int, int, int], Capabilities] = {}
+
+
+def _key(folder: str) -> tuple[int, int, int]:
+    """Which filesystem holds `folder`: its device and the identity of its mount's top folder
+    (device numbers are reused once a filesystem is unmounted; a new one has a new top)."""
+    from cachedoctor.drives import mount_point
+
+    top = os.stat(mount_point(folder))
+    return os.stat(folder).st_dev, top.st_ino, top.st_ctime_ns
 
 
 def probe(folder: str) -> Capabilities:
-    """Try what the filesystem of the existing folder `folder` can hold (cached per device)."""
+    """Try what the filesystem of the existing folder `folder` can hold (cached per filesystem)."""
     try:
-        dev = os.stat(folder).st_dev
+        dev = _key(folder)
     except OSError:
         return Capabilities(folder, probed=False)
     known = _cache.get(dev)
@@ -215,13 +224,12 @@ def probe_near(path: str) -> Capabilities:
 
     folder = nearest_existing(os.path.dirname(os.path.abspath(path)))
     try:
-        dev = os.stat(folder).st_dev
-        known = _cache.get(dev)
+        known = _cache.get(_key(folder))
         if known is not None:
             return known
         own = state_dir()
         own.mkdir(parents=True, exist_ok=True)
-        if os.stat(own).st_dev == dev:
+        if os.stat(own).st_dev == os.stat(folder).st_dev:
             return probe(str(own))
     except OSError:
         pass

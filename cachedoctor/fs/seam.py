@@ -83,7 +83,7 @@ class Ops:
     def hardlink(self, existing: str, name: str, *, dir_fd: int) -> None:
         raise NotImplementedError
 
-    def make_special(self, st: Any, name: str, *, dir_fd: int) -> bool:
+    def make_special(self, st: Any, name: str, *, dir_fd: int, modes: bool) -> bool:
         """Recreate a FIFO (or, as root, a device) like `st`; False where that is not possible."""
         return False
 
