@@ -50,6 +50,7 @@ class CopyOptions:
     hardlinks: bool = True
     xattrs: bool = True
     sparse: bool = True
+    every_inode: bool = False  # the source's st_nlink may be stale (FUSE): group by inode
 
 
 @dataclass
@@ -176,7 +177,7 @@ class _Copy(TreeWalk):
             elif stat.S_ISREG(mode):
                 if not ops.listing_identity:
                     st = ops.lstat_full(name, dir_fd=fd)  # Windows: the listing has no nlink
-                if st.st_nlink > 1 and options.hardlinks:
+                if options.hardlinks and (st.st_nlink > 1 or options.every_inode):
                     key = (st.st_dev, st.st_ino)
                     first = self.first_copy.get(key)
                     if first is not None:

@@ -45,6 +45,7 @@ class Capabilities:
     owners: bool = True
     symlinks: bool = True
     hardlinks: bool = True
+    nlink_exact: bool = True  # st_nlink right after a link (FUSE may answer from its cache)
     fifos: bool = True
     case_sensitive: bool = True
     sparse: bool = True
@@ -150,8 +151,12 @@ def _try_all(work: str) -> dict[str, object]:
             why[name] = _err(exc) if isinstance(exc, OSError) else "not available"
     if out.get("symlinks"):
         out["symlinks"] = os.readlink(os.path.join(work, "l")) == "f"
-    if out.get("hardlinks") and os.stat(f).st_ino != os.stat(os.path.join(work, "h")).st_ino:
-        out["hardlinks"], why["hardlinks"] = False, "two inode numbers"
+    if out.get("hardlinks"):
+        st, other = os.stat(f), os.stat(os.path.join(work, "h"))
+        if st.st_ino != other.st_ino:
+            out["hardlinks"], why["hardlinks"] = False, "two inode numbers"
+        elif st.st_nlink < 2:  # bindfs: its attribute cache shows 1 for a second
+            out["nlink_exact"], why["nlink_exact"] = False, f"st_nlink {st.st_nlink} after linking"
     with open(os.path.join(work, "A"), "wb"):
         pass
     try:
@@ -243,13 +248,14 @@ def copy_options(src: str, dst: str) -> CopyOptions:
     from_caps, to_caps = probe_near(src), probe_near(dst)
     return CopyOptions(modes=from_caps.modes and to_caps.modes,
                        owner=_IS_ROOT and from_caps.owners and to_caps.owners,
-                       hardlinks=to_caps.hardlinks, xattrs=to_caps.xattrs)
+                       hardlinks=to_caps.hardlinks, xattrs=to_caps.xattrs,
+                       every_inode=not from_caps.nlink_exact)
 
 
 def verify_options(src: str, dst: str) -> VerifyOptions:
     """What a faithful copy of `src` at `dst` must match, given what both filesystems hold:
-    modes only where both keep them, hard-link groups only where `dst` has hard links, mtimes
-    to the coarser of the two measured steps."""
+    modes only where both keep them, hard-link groups only where `dst` has hard links (every
+    file's inode where a side's st_nlink can be stale), mtimes to the coarser measured step."""
     from cachedoctor.fs import seam
 
     from_caps, to_caps = probe_near(src), probe_near(dst)
@@ -257,7 +263,8 @@ def verify_options(src: str, dst: str) -> VerifyOptions:
     return VerifyOptions(modes=seam.current().modes_meaningful and from_caps.modes
                          and to_caps.modes,
                          hardlinks=to_caps.hardlinks,
-                         mtime_tolerance_ns=0 if step <= 1 else step)
+                         mtime_tolerance_ns=0 if step <= 1 else step,
+                         every_inode=not (from_caps.nlink_exact and to_caps.nlink_exact))
 
 
 @dataclass

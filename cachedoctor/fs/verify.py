@@ -30,6 +30,7 @@ class VerifyOptions:
     modes: bool = True
     hardlinks: bool = True
     mtime_tolerance_ns: int = 0
+    every_inode: bool = False  # a side's st_nlink may be stale (FUSE): compare every file
 
 
 class _Enough(Exception):
@@ -42,7 +43,8 @@ def verify_tree(src: str, dst: str, *, content: bool = False, mtime_tolerance_ns
     ops = seam.current()
     options = options or VerifyOptions(modes=ops.modes_meaningful)
     if mtime_tolerance_ns > options.mtime_tolerance_ns:
-        options = VerifyOptions(options.modes, options.hardlinks, mtime_tolerance_ns)
+        options = VerifyOptions(options.modes, options.hardlinks, mtime_tolerance_ns,
+                                options.every_inode)
     walk = _Verify(src, dst, content, options, limit)
     with contextlib.suppress(_Enough):
         walk.run()
@@ -160,7 +162,7 @@ class _Verify(TreeWalk):
                 continue
             why = self._differs(s_st, d_st, fd, dfd, name)
             if (why is None and self.options.hardlinks and stat.S_ISREG(s_st.st_mode)
-                    and (s_st.st_nlink > 1 or d_st.st_nlink > 1)):
+                    and (s_st.st_nlink > 1 or d_st.st_nlink > 1 or self.options.every_inode)):
                 s_key, d_key = (s_st.st_dev, s_st.st_ino), (d_st.st_dev, d_st.st_ino)
                 if (self.groups.setdefault(s_key, d_key) != d_key
                         or self.reverse.setdefault(d_key, s_key) != s_key):

@@ -26,8 +26,6 @@ if TYPE_CHECKING:
     from cachedoctor.locate.world import World
 
 RAM_FS = {"tmpfs", "ramfs"}  # emptied at reboot
-NETWORK_FS = {"nfs", "nfs4", "cifs", "smb", "smbfs", "smb3", "fuse.sshfs", "sshfs", "afpfs",
-              "davfs", "fuse.davfs2", "webdav", "fuse.rclone", "ncpfs", "glusterfs", "ceph"}
 MIN_MARGIN = 1024 * 1024
 
 
@@ -329,9 +327,9 @@ def _preflight(plan: MovePlan, profile: Profile, host: Host, *, force: bool,
         raise RefusedError(f"cannot write to {existing}")
     drive = drive_of(op.base)
     if drive is not None:
-        if drive.fstype.lower() in NETWORK_FS:
-            raise RefusedError(f"{op.dest_root} is on a network filesystem ({drive.fstype}); "
-                               "caches need a local drive")
+        if drive.remote:
+            raise RefusedError(f"{op.dest_root} is on a network drive ({drive.fstype}, "
+                               f"{drive.device}); caches need a local drive")
         if "ro" in drive.options:
             raise RefusedError(f"{drive.mount} is mounted read-only")
         if drive.fstype.lower() in RAM_FS:
