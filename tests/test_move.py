@@ -516,7 +516,7 @@ def test_policy_paths_and_registry_values_pure() -> None:
     assert policy_file("edge", root="/r") == "/r/etc/opt/edge/policies/managed/cachedoctor.json"
     value = registry_value("edge", "DiskCacheDir", "D:\\ai-cache\\edge")
     assert value.key == r"SOFTWARE\Policies\Microsoft\Edge" and value.name == "DiskCacheDir"
-    assert value.hive == "HKEY_LOCAL_MACHINE" and value.type == "REG_SZ"
+    assert value.hive == "HKEY_CURRENT_USER" and value.type == "REG_SZ"  # per user by default
     assert registry_value("chrome", "DiskCacheDir", "x").key == r"SOFTWARE\Policies\Google\Chrome"
 
 

@@ -268,3 +268,83 @@ def test_a_folder_held_open_stops_the_move_and_the_same_command_finishes_later(
         assert uv_profile.is_symlink()
     finally:
         subprocess.run(["rm", "-rf", "--one-file-system", str(dest)], check=False)
+
+
+# --- the browser-policy registry: HKCU first, rights checked before anything is copied -------
+
+
+class PolicyRegistryDouble:
+    """HKCU and HKLM `Software\\Policies` as Windows grants them: the user writes HKCU; HKLM
+    only elevated, else ERROR_ACCESS_DENIED (learn.microsoft.com, Registry Key Security and
+    Access Rights: HKLM\\SOFTWARE grants KEY_WRITE to Administrators)."""
+
+    def __init__(self, admin: bool = False) -> None:
+        self.admin = admin
+        self.values: dict[tuple[str, str, str], str] = {}
+
+    def read(self, hive: str, key: str, name: str) -> str | None:
+        return self.values.get((hive, key, name))
+
+    def writable(self, hive: str, key: str) -> bool:
+        return hive == "HKEY_CURRENT_USER" or self.admin
+
+    def write(self, hive: str, key: str, name: str, data: str) -> None:
+        if not self.writable(hive, key):
+            exc = PermissionError(13, "Access is denied")
+            exc.winerror = 5  # type: ignore[attr-defined]
+            raise exc
+        self.values[(hive, key, name)] = data
+
+    def delete(self, hive: str, key: str, name: str) -> None:
+        if not self.writable(hive, key):
+            raise PermissionError(13, "Access is denied")
+        self.values.pop((hive, key, name), None)
+
+
+@pytest.fixture
+def policy_registry(monkeypatch: pytest.MonkeyPatch) -> PolicyRegistryDouble:
+    from cachedoctor.relocate import policy
+
+    reg = PolicyRegistryDouble()
+    policy.use_registry(reg)
+    yield reg  # type: ignore[misc]
+    policy.use_registry(None)
+
+
+def test_policy_goes_to_hkcu_without_elevation_and_back(policy_registry: PolicyRegistryDouble) -> None:
+    from cachedoctor.host import Host
+    from cachedoctor.relocate import policy
+
+    win = Host("windows", {}, "C:\\Users\\ann")
+    key = r"SOFTWARE\Policies\Google\Chrome"
+    policy.check_supported(win, "chrome")  # no administrator needed
+    assert "for you only" in policy.describe("chrome", "DiskCacheDir", r"D:\c", win)
+    before = policy.read_current("chrome", "DiskCacheDir", win)
+    policy.apply("chrome", "DiskCacheDir", r"D:\c", win)
+    assert policy_registry.values[("HKEY_CURRENT_USER", key, "DiskCacheDir")] == r"D:\c"
+    assert policy.current_value("chrome", "DiskCacheDir", win) == r"D:\c"
+    policy.revert("chrome", "DiskCacheDir", before, win)
+    assert ("HKEY_CURRENT_USER", key, "DiskCacheDir") not in policy_registry.values
+
+
+def test_a_machine_policy_needs_an_administrator_and_says_it_applies_to_everyone(
+        policy_registry: PolicyRegistryDouble) -> None:
+    from cachedoctor.errors import RefusedError
+    from cachedoctor.host import Host
+    from cachedoctor.relocate import policy
+
+    win = Host("windows", {}, "C:\\Users\\ann")
+    key = r"SOFTWARE\Policies\Microsoft\Edge"
+    policy_registry.values[("HKEY_LOCAL_MACHINE", key, "DiskCacheDir")] = r"E:\old"
+    with pytest.raises(RefusedError) as refused:
+        policy.check_supported(win, "edge")  # before anything is copied
+    assert "every user" in str(refused.value) and "administrator" in str(refused.value)
+    with pytest.raises(RefusedError):  # even if asked anyway: a message, not a traceback
+        policy.apply("edge", "DiskCacheDir", r"D:\e", win)
+    policy_registry.admin = True
+    policy.check_supported(win, "edge")
+    assert "every user of this computer" in policy.describe("edge", "DiskCacheDir", r"D:\e", win)
+    before = policy.read_current("edge", "DiskCacheDir", win)
+    policy.apply("edge", "DiskCacheDir", r"D:\e", win)
+    policy.revert("edge", "DiskCacheDir", before, win)
+    assert policy_registry.values[("HKEY_LOCAL_MACHINE", key, "DiskCacheDir")] == r"E:\old"
