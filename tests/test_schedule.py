@@ -362,7 +362,7 @@ def test_wsl_schedules_a_windows_task_running_wsl_exe(wsl_interop: Path, fake_ex
     assert done.commands[0][3].startswith("\\\\wsl.localhost\\Ubuntu\\")
     assert state_of("schtasks", host)["installed"]
     status = schedule_status(host)
-    assert [b["backend"] for b in status["backends"]][0] == "schtasks"
+    assert status["backends"][0]["backend"] == "schtasks" and status["backends"][0]["installed"]
     remove_schedule("schtasks", host)
     assert not state_of("schtasks", host)["installed"]
     assert (wsl_interop / "calls.log").read_text().count("/Delete") == 1
