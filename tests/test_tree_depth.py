@@ -98,3 +98,14 @@ def test_the_descriptor_limit_is_raised_for_a_deep_walk(tmp_path: Path) -> None:
         assert verify_tree(str(root), str(tmp_path / "copy")) == []
     finally:
         resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_paths_that_would_reach_max_path_at_the_destination_are_said(tmp_path: Path) -> None:
+    root = tmp_path / "cache"
+    (root / ("x" * 120)).mkdir(parents=True)
+    (root / ("x" * 120) / ("y" * 100)).write_text("z")
+    found = survey(str(root))
+    assert found.longest_path == 221
+    said = assess(found, probe(str(tmp_path)), dest_folder="D:\\ai-cache\\some-tool\\with-a-long-location-name").losses
+    assert any("Windows programs without long-path support" in s for s in said)
+    assert not assess(found, probe(str(tmp_path)), dest_folder="D:\\c").losses

@@ -33,6 +33,7 @@ from cachedoctor.fs.verify import VerifyOptions
 _IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 PROBE_MTIME_NS = 1_700_000_001_123_456_789  # an odd second with every sub-second digit set
 _SPARSE_AT = 1 << 20
+WINDOWS_MAX_PATH = 260
 
 
 @dataclass(frozen=True)
@@ -275,7 +276,10 @@ class Assessment:
 
 
 def assess(tree: Survey, caps: Capabilities, requires: Sequence[str] = (),
-           *, what: str = "the cache", dest: str = "the destination") -> Assessment:
+           *, what: str = "the cache", dest: str = "the destination",
+           dest_folder: str | None = None) -> Assessment:
+    """What a move of `tree` to a filesystem with `caps` must refuse and say. `dest_folder`
+    (Windows): where the tree will be, to warn when its paths would reach MAX_PATH there."""
     out = Assessment()
     refuse, lose = out.refusals.append, out.losses.append
     for path in tree.too_deep[:1]:
@@ -322,6 +326,12 @@ def assess(tree: Survey, caps: Capabilities, requires: Sequence[str] = (),
         out.extra_bytes += tree.sparse_bytes
         lose(f"{tree.sparse_files} sparse files take their full size on {dest} "
              f"({format_size(tree.sparse_bytes)} more)")
+    if dest_folder is not None and tree.longest_path and \
+            len(dest_folder) + 1 + tree.longest_path >= WINDOWS_MAX_PATH:
+        lose(f"the longest path in {what} will be {len(dest_folder) + 1 + tree.longest_path} "
+             f"characters at {dest_folder}: Windows programs without long-path support "
+             f"(LongPathsEnabled) cannot open paths of {WINDOWS_MAX_PATH} characters or more "
+             "(learn.microsoft.com, Maximum Path Length Limitation)")
     if caps.mtime_step_ns >= 10**9:
         lose(f"modification times are kept to the second on {dest}: tools that compare them "
              "may rebuild what they cached")

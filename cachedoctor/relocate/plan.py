@@ -348,7 +348,7 @@ def _preflight(plan: MovePlan, profile: Profile, host: Host, *, force: bool,
             plan.warnings.append(f"{len(result.skipped)} socket(s) under {pair.source} are not copied")
         if not pair.same_fs:
             verdict = assess(result, caps, requires, what=f"the {profile.name} cache ({op.location})",
-                             dest=op.dest_root)
+                             dest=op.dest_root, dest_folder=pair.dest if host.is_windows else None)
             refusals += verdict.refusals
             plan.warnings += [w for w in verdict.losses if w not in plan.warnings]
             plan.needed_bytes += result.allocated_bytes + verdict.extra_bytes
