@@ -92,6 +92,8 @@ def os_seam(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     if kind == "native":
         yield None
         return
+    if not IS_LINUX:
+        pytest.skip("the OS doubles run over a Linux tree; this job runs the real OS")
     only = request.node.get_closest_marker("native_only")
     if only is not None and kind in only.kwargs.get("kinds", (kind,)):
         pytest.skip(f"not through the {kind} double: {only.args[0]}")
@@ -107,6 +109,9 @@ def windows_double(tmp_path_factory: pytest.TempPathFactory,
     """The Windows double under the tree layer (tests/doubles/windows.py), here and in the CLI."""
     from tests import doubles
 
+    if not IS_LINUX:
+        pytest.skip("the OS doubles run over a Linux tree; this job runs the real OS")
+
     with doubles.installed("windows", tmp_path_factory.mktemp("windows-double"), monkeypatch) as api:
         yield api
 
@@ -116,6 +121,9 @@ def macos_double(tmp_path_factory: pytest.TempPathFactory,
                  monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
     """The macOS double under the tree layer (tests/doubles/macos.py), here and in the CLI."""
     from tests import doubles
+
+    if not IS_LINUX:
+        pytest.skip("the OS doubles run over a Linux tree; this job runs the real OS")
 
     with doubles.installed("macos", tmp_path_factory.mktemp("macos-double"), monkeypatch) as api:
         yield api
