@@ -4,6 +4,7 @@ cleaned; a tree deeper than `fs.walk.MAX_DEPTH` gets a clear "too deep" before a
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from pathlib import Path
@@ -19,6 +20,18 @@ from tests.conftest import IS_LINUX
 from tests.test_move import cli, pending, write_profile
 
 pytestmark = pytest.mark.skipif(not IS_LINUX, reason="fd-relative deep trees on Linux")
+
+
+@pytest.fixture(autouse=True)
+def remove_deep_trees(tmp_path: Path, isolated_home: Path) -> object:
+    """pytest prunes old tmp folders with shutil.rmtree, recursive before Python 3.12: a tree
+    this deep would end it with a RecursionError. The tree layer removes them instead."""
+    yield
+    for top in (tmp_path, isolated_home):
+        for entry in top.iterdir():
+            if entry.is_dir() and not entry.is_symlink():
+                with contextlib.suppress(OSError):  # a tree within MAX_DEPTH as patched: short
+                    remove_tree(str(entry))
 
 
 def deep_tree(root: Path, depth: int) -> None:

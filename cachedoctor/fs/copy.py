@@ -81,6 +81,7 @@ def copy_tree(src: str, dst: str, *, progress: ProgressCallback | None = None,
 
 class _Copy(TreeWalk):
     same_device = False  # whatever the survey let through is copied as it is
+    fds_per_level = 2  # the source folder and its copy
 
     def __init__(self, src: str, dst: str, options: CopyOptions,
                  progress: ProgressCallback | None, durable: bool, drop: bool) -> None:

@@ -38,7 +38,6 @@ class Ops:
     binds the `os` functions themselves); the rest are methods."""
 
     name = "posix"
-    fd_relative = True  # real directory descriptors (POSIX) or virtual ones (Windows)
     listing_identity = True  # lstat() of a listing carries st_dev/st_ino/st_nlink
     block_unit = 512  # st_blocks * block_unit = allocated bytes
     can_fork = False
@@ -89,10 +88,6 @@ class Ops:
 
     def access(self, name: str, mode: int, *, dir_fd: int) -> bool:
         raise NotImplementedError
-
-    def path(self, fd: int) -> str | None:
-        """The path a folder descriptor was opened at, where the seam knows it."""
-        return None
 
     # --- metadata --------------------------------------------------------------------------
     def finish_file(self, fd: int, name: str, dir_fd: int, st: Any, *, modes: bool,

@@ -53,6 +53,7 @@ def verify_tree(src: str, dst: str, *, content: bool = False, mtime_tolerance_ns
 
 class _Verify(TreeWalk):
     same_device = False
+    fds_per_level = 2  # the original folder and its copy
 
     def __init__(self, src: str, dst: str, content: bool, options: VerifyOptions,
                  limit: int) -> None:

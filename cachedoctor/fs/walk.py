@@ -90,22 +90,32 @@ def join_rel(rel: str, name: str) -> str:
     return f"{rel}/{name}" if rel else name
 
 
-def raise_fd_limit() -> bool:
-    """Raise the soft RLIMIT_NOFILE towards the hard limit (a deep tree holds one descriptor
-    per level); False when it cannot go higher."""
+_FD_RESERVE = 24  # descriptors kept free for what a level does besides holding its folder
+
+
+def fd_room(per_level: int, grow: bool) -> int:
+    """How many more folder levels fit under RLIMIT_NOFILE with the descriptors open now, at
+    `per_level` each; with `grow`, the soft limit is raised to the hard one first (a deep tree
+    holds one or two descriptors per level; macOS's soft default is 256)."""
     try:
         import resource
     except ImportError:  # pragma: no cover - Windows: the seam's descriptors are not limited
-        return False
+        return MAX_DEPTH + 1
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = hard if hard != resource.RLIM_INFINITY else max(soft * 4, 65536)
-    if soft >= wanted:
-        return False
-    try:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (min(wanted, max(soft * 4, 4096)), hard))
-    except (ValueError, OSError):
-        return False
-    return True
+    if grow:
+        wanted = hard if hard != resource.RLIM_INFINITY else max(soft, 1 << 16)
+        if soft < wanted:
+            with contextlib.suppress(ValueError, OSError):
+                resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+                soft = wanted
+    return max(0, (soft - _open_descriptors() - _FD_RESERVE) // per_level)
+
+
+def _open_descriptors() -> int:
+    for folder in ("/proc/self/fd", "/dev/fd"):
+        with contextlib.suppress(OSError):
+            return len(os.listdir(folder))
+    return 64
 
 
 class TreeWalk:
@@ -115,6 +125,7 @@ class TreeWalk:
     threads = 0  # threads over the top-level folders when not forking
     same_device = True  # never enter another device (du -x, the deleter)
     check_mounts = False  # also compare mount ids when a mount lies below the root
+    fds_per_level = 1  # descriptors one level of the stack holds (the copier: two)
 
     def __init__(self, root: str, ops: Ops | None = None) -> None:
         self.root = root
@@ -122,6 +133,7 @@ class TreeWalk:
         self.root_dev = 0
         self.root_mnt: int | None = None
         self.max_depth = MAX_DEPTH
+        self.fd_limit = -1  # the depth the descriptor limit allows, from `fd_room`
 
     # ------------------------------------------------------------------ hooks (visitors)
 
@@ -192,12 +204,16 @@ class TreeWalk:
             self._skip(rel, "too deep", f"more than {self.max_depth} folders below "
                        f"{self.root}; not entered")
             return None
+        if parent.depth + 1 >= self.fd_limit:
+            self.fd_limit = parent.depth + fd_room(self.fds_per_level, grow=self.fd_limit >= 0)
+            if parent.depth + 1 >= self.fd_limit:
+                self._skip(rel, "too deep", f"{parent.depth + 1} folders below {self.root}: "
+                           "more than the open-file limit allows (ulimit -n); not entered")
+                return None
         ops = self.ops
         try:
             fd = ops.open_dir(name, parent.fd)
         except OSError as exc:
-            if exc.errno == errno.EMFILE and raise_fd_limit():
-                return self._open(parent, name, rel, st)
             if exc.errno in _GONE:
                 self._skip(rel, "changed", "replaced while walking; not entered")
             else:

@@ -159,10 +159,6 @@ class WindowsOps(Ops):
     def _close(self, fd: int) -> None:
         self._dirs.pop(fd, None)
 
-    def path(self, fd: int) -> str | None:
-        folder = self._dirs.get(fd)
-        return folder.path if folder is not None else None
-
     # --- removal, with the retries Windows needs ------------------------------------------
     def _retry(self, call: Callable[..., T], *args: Any, moving: bool = False) -> T:
         """`call`, again after a pause while Windows says another program holds the entry.
