@@ -54,7 +54,7 @@ if TYPE_CHECKING:
     from cachedoctor.trash import Trasher
 
 SkipReason = Literal[
-    "locked", "in use", "other filesystem", "changed", "kept", "error", "no trash", "too deep"
+    "locked", "in use", "other filesystem", "changed", "kept", "error", "no trash"
 ]
 
 FILE_ATTRIBUTE_REPARSE_POINT = kinds.FILE_ATTRIBUTE_REPARSE_POINT
@@ -333,6 +333,9 @@ class _Deleter(TreeWalk):
         self.result.errors.append(f"{self.path_of(rel)}: {exc.strerror}")
 
     def _skip(self, rel: str, reason: str, detail: str) -> None:
+        if reason == "too deep":  # part of the tree was not reached: the result is partial
+            self.result.errors.append(f"{self.path_of(rel)}: {detail}")
+            return
         if reason == "changed":
             detail = "replaced while cleaning; not entered"
         self.result.skipped.append(Skipped(rel, reason, detail))  # type: ignore[arg-type]
