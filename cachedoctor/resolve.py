@@ -3,7 +3,8 @@
 Templates expand `~`, `%VAR%`, `$VAR`, `${VAR}` and `${VAR:-fallback}` (the fallback is itself a
 template). An `XDG_*` variable that is unset, empty or relative counts as unset, as the XDG
 Base Directory spec says. Globs (`*`, `?`, `[..]`) are left in place for `expand_globs`.
-Nothing here touches the filesystem except `expand_globs`.
+Nothing here touches the filesystem except `expand_globs`, and `to_host_path` for a Windows
+drive path typed on WSL (it asks `wslpath` and the mount table, `drives.windows_path`).
 """
 
 from __future__ import annotations
