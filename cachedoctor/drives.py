@@ -1,4 +1,13 @@
-"""Which drive or mount a path lives on, with its filesystem type, options and free space."""
+"""Which drive or mount a path lives on, with its filesystem type, options and free space.
+
+Network drives are told apart by the mount, not by the filesystem name alone: a Windows mapped
+drive reports the server's filesystem (`NTFS`) and psutil marks it `remote` in its options.
+On WSL, a Windows drive is a DrvFs mount: `/proc/self/mounts` shows its letter as the source
+(`D:\\`, escaped as `D:\\134`) or, on WSL 2's 9p, `aname=drvfs;path=D:\\` in the options
+(learn.microsoft.com/windows/wsl/filesystems); `drvfs_mounts` reads that, `windows_path`
+translates `D:\\x` with `wslpath` (every WSL has it; it honours `[automount] root` of
+/etc/wsl.conf) or that table, and refuses a result no DrvFs mount of that drive serves.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +17,12 @@ import re
 import shutil
 from dataclasses import dataclass
 from functools import lru_cache
+
+from cachedoctor.errors import UserInputError
+
+NETWORK_FS = frozenset({"nfs", "nfs4", "cifs", "smb", "smbfs", "smb3", "fuse.sshfs", "sshfs",
+                        "afpfs", "davfs", "fuse.davfs2", "webdav", "fuse.rclone", "ncpfs",
+                        "glusterfs", "ceph"})
 
 
 @dataclass(frozen=True)
@@ -19,6 +34,12 @@ class DriveInfo:
     free_bytes: int
     total_bytes: int
 
+    @property
+    def remote(self) -> bool:
+        """A network drive: a network filesystem, or a mount the OS marks `remote` (a Windows
+        mapped drive, which reports the server's `NTFS`)."""
+        return self.fstype.lower() in NETWORK_FS or "remote" in self.options
+
     def to_json(self) -> dict[str, object]:
         return {
             "mount": self.mount,
@@ -27,6 +48,7 @@ class DriveInfo:
             "options": list(self.options),
             "free_bytes": self.free_bytes,
             "total_bytes": self.total_bytes,
+            "remote": self.remote,
         }
 
 
@@ -150,3 +172,92 @@ def drive_of(path: str) -> DriveInfo | None:
 
 def same_filesystem(a: str, b: str) -> bool:
     return os.stat(nearest_existing(a)).st_dev == os.stat(nearest_existing(b)).st_dev
+
+
+# --- WSL: Windows drives --------------------------------------------------------------------
+
+_DRVFS_PATH = re.compile(r"(?:^|;)path=([A-Za-z]):\\?(?:;|$)")
+
+
+def drvfs_letter(device: str, options: tuple[str, ...]) -> str | None:
+    """The Windows drive letter a mount serves (`D:\\` or `D:` as its source, `path=D:\\`
+    among 9p's options), upper case; None for any other mount."""
+    found = re.fullmatch(r"([A-Za-z]):\\?", device)
+    if found:
+        return found.group(1).upper()
+    for option in options:
+        match = _DRVFS_PATH.search(option)
+        if match:
+            return match.group(1).upper()
+    return None
+
+
+def drvfs_mounts(mounts: tuple[Mount, ...] | None = None) -> dict[str, str]:
+    """Drive letter -> where WSL mounted it (the last mount on a point wins)."""
+    served: dict[str, str] = {}
+    for point, device, _fstype, options in mounts if mounts is not None else partitions():
+        letter = drvfs_letter(device, options)
+        if letter is not None:
+            served[letter] = point
+    return served
+
+
+def automount_root(text: str | None) -> str:
+    """`[automount] root` of /etc/wsl.conf (default `/mnt/`; learn.microsoft.com/windows/wsl/
+    wsl-config)."""
+    import configparser
+
+    parser = configparser.ConfigParser(strict=False, interpolation=None)
+    try:
+        parser.read_string(text or "")
+        root = parser.get("automount", "root", fallback="/mnt/").strip().strip('"')
+    except configparser.Error:
+        root = "/mnt/"
+    return root if root.endswith("/") else root + "/"
+
+
+def wslpath(windows: str) -> str | None:
+    """`wslpath -u -a` of a Windows path; None when wslpath is missing or says no."""
+    import subprocess
+
+    tool = shutil.which("wslpath")
+    if tool is None:
+        return None
+    try:
+        done = subprocess.run([tool, "-u", "-a", windows], capture_output=True, text=True,
+                              timeout=10, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    out = done.stdout.strip()
+    return out if done.returncode == 0 and out.startswith("/") else None
+
+
+def windows_path(letter: str, rest: str) -> str:
+    """On WSL, the path of `<letter>:\\<rest>` on this side; UserInputError when no DrvFs
+    mount of that drive serves it (the copy would land in the distribution's own disk)."""
+    import posixpath
+
+    letter = letter.upper()
+    rest = rest.replace("\\", "/").strip("/")
+    served = drvfs_mounts()
+    translated = wslpath(f"{letter}:\\" + rest.replace("/", "\\"))
+    if translated is None and letter in served:
+        translated = posixpath.join(served[letter], rest) if rest else served[letter]
+    mount = served.get(letter)
+    if translated is not None and mount is not None and (
+            translated == mount or translated.startswith(mount.rstrip("/") + "/")):
+        return posixpath.normpath(translated)
+    from cachedoctor.locate.files import system_path
+
+    try:
+        with open(system_path("/etc/wsl.conf"), encoding="utf-8") as fh:
+            conf: str | None = fh.read()
+    except OSError:
+        conf = None
+    expected = automount_root(conf) + letter.lower()
+    raise UserInputError(
+        f"drive {letter}: is not mounted in this WSL distribution (no DrvFs mount serves "
+        f"{translated or expected}): the cache would be copied onto the distribution's own "
+        "virtual disk, not onto " + f"{letter}:",
+        hint=f"check [automount] in /etc/wsl.conf, or mount it: sudo mkdir -p {expected} && "
+             f"sudo mount -t drvfs {letter}: {expected}")

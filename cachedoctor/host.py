@@ -2,11 +2,23 @@
 
 Everything that depends on "where am I" takes a `Host`, so Windows, macOS and WSL
 behaviour is testable on Linux by building a `Host` by hand.
+
+WSL is recognised by its interop (`/proc/sys/fs/binfmt_misc/WSLInterop`, or `WSLInterop-late`
+on newer versions) or by `WSL_DISTRO_NAME`, which WSL sets in every session; not by "microsoft"
+in the kernel release alone, which a Docker Desktop container on the WSL 2 backend shares
+(git-credential-manager #1813 / PR #2064). On WSL the Windows user's folders, as this side
+sees them (`/mnt/c/Users/<winuser>/AppData/...`), are added to the environment as
+`WSL_WIN_USERPROFILE`, `WSL_WIN_LOCALAPPDATA`, `WSL_WIN_APPDATA` and `WSL_WIN_TEMP` when they
+can be found without starting a Windows process: from the variables themselves when WSLENV
+passes them with `/p` (learn.microsoft.com, "Share environment variables between WSL and
+Windows"), else from the `.../AppData/Local/Microsoft/WindowsApps` folder WSL puts on PATH
+(`appendWindowsPath`, on by default).
 """
 
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -45,9 +57,21 @@ class Host:
             return None
         return self.env.get(name)
 
+    @property
+    def wsl_distro(self) -> str | None:
+        """The WSL distribution this runs in (what `wsl.exe -d` takes)."""
+        return self.env.get("WSL_DISTRO_NAME") if self.os == "wsl" else None
+
     @classmethod
     def current(cls) -> Host:
-        return cls(os=current_os_name(), env=dict(os.environ), home=str(Path.home()))
+        name = current_os_name()
+        env = dict(os.environ)
+        if name == "wsl":
+            env = {**windows_side(env), **env}
+        return cls(os=name, env=env, home=str(Path.home()))
+
+
+WSL_INTEROP = ("/proc/sys/fs/binfmt_misc/WSLInterop", "/proc/sys/fs/binfmt_misc/WSLInterop-late")
 
 
 def current_os_name() -> OsName:
@@ -55,14 +79,36 @@ def current_os_name() -> OsName:
         return "windows"
     if sys.platform == "darwin":
         return "macos"
-    if os.environ.get("WSL_DISTRO_NAME") or _kernel_mentions_microsoft():
+    if is_wsl(os.environ):
         return "wsl"
     return "linux"
 
 
-def _kernel_mentions_microsoft() -> bool:
-    try:
-        with open("/proc/sys/kernel/osrelease", encoding="ascii", errors="replace") as fh:
-            return "microsoft" in fh.read().lower()
-    except OSError:
-        return False
+def is_wsl(env: Mapping[str, str]) -> bool:
+    """Inside WSL (1 or 2): its interop is registered, or it named the distribution."""
+    return bool(env.get("WSL_DISTRO_NAME")) or any(os.path.exists(p) for p in WSL_INTEROP)
+
+
+_WINDOWS_APPS = re.compile(r"^(?P<profile>/.+/Users/[^/]+)/AppData/Local/Microsoft/WindowsApps/?$",
+                           re.IGNORECASE)
+
+
+def windows_side(env: Mapping[str, str]) -> dict[str, str]:
+    """The Windows user's folders as WSL paths (see the module docstring); {} when unknown."""
+    def posix(name: str) -> str | None:
+        value = env.get(name, "")
+        return value.rstrip("/") if value.startswith("/") else None
+
+    profile = posix("USERPROFILE")
+    if profile is None:
+        for entry in env.get("PATH", "").split(":"):
+            found = _WINDOWS_APPS.match(entry)
+            if found:
+                profile = found.group("profile")
+                break
+    if profile is None:
+        return {}
+    local = posix("LOCALAPPDATA") or f"{profile}/AppData/Local"
+    return {"WSL_WIN_USERPROFILE": profile, "WSL_WIN_LOCALAPPDATA": local,
+            "WSL_WIN_APPDATA": posix("APPDATA") or f"{profile}/AppData/Roaming",
+            "WSL_WIN_TEMP": posix("TEMP") or f"{local}/Temp"}

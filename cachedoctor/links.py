@@ -1,54 +1,73 @@
 """Links: recognise, create and remove POSIX symlinks and Windows junctions/symlinks.
 
-This is the one seam for links. Windows specifics (junctions through CPython's
-`_winapi.CreateJunction`, detection by reparse tag, removal with `rmdir`) are imported lazily;
-their pure parts (`junction_target`, `windows_link_plan`) are testable anywhere.
+The one link test is `cachedoctor.fs.kinds`; the calls go through the tree layer's seam
+(`cachedoctor.fs.seam`), so a junction is recognised by its reparse tag, removed with rmdir and
+created with `_winapi.CreateJunction` on Windows (and by the same code over the Windows double
+in the tests). The pure parts (`junction_target`, `strip_nt_prefix`) are testable anywhere.
 """
 
 from __future__ import annotations
 
 import ntpath
 import os
-import stat
-from typing import Literal
+import posixpath
+from typing import TYPE_CHECKING
 
-LinkKind = Literal["symlink", "junction"]
+from cachedoctor.fs import kinds
+from cachedoctor.fs.kinds import LinkKind
 
-_IO_REPARSE_TAG_MOUNT_POINT = 0xA0000003  # a junction
-_IO_REPARSE_TAG_SYMLINK = 0xA000000C
+if TYPE_CHECKING:
+    from cachedoctor.fs.seam import Ops
+
+__all__ = ["LinkKind", "create_link", "default_kind", "is_broken", "junction_target",
+           "link_kind", "link_target", "points_to", "remove_link", "strip_nt_prefix"]
+
+
+def _seam() -> Ops:
+    from cachedoctor.fs import seam
+
+    return seam.current()
 
 
 def link_kind(path: str) -> LinkKind | None:
     """'junction', 'symlink', or None for an ordinary entry (or one that does not exist)."""
     try:
-        st = os.lstat(path)
+        st = _seam().lstat_path(path)
     except OSError:
         return None
-    tag = getattr(st, "st_reparse_tag", 0)
-    if tag == _IO_REPARSE_TAG_MOUNT_POINT:
-        return "junction"
-    if stat.S_ISLNK(st.st_mode) or tag == _IO_REPARSE_TAG_SYMLINK:
-        return "symlink"
-    return None
+    return kinds.link_kind_of(st)
 
 
 def link_target(path: str) -> str | None:
-    """The link's target as an absolute path (relative symlinks resolved against their folder)."""
+    """The link's target as an absolute path (relative symlinks resolved against their folder;
+    a ``\\\\?\\Volume{GUID}\\`` junction target is absolute as it is, cpython gh-89760)."""
     if link_kind(path) is None:
         return None
     try:
-        target = os.readlink(path)
+        target = strip_nt_prefix(_seam().readlink_path(path))
     except OSError:
         return None
-    target = strip_nt_prefix(target)
+    if _is_volume_path(target):
+        return target
     return os.path.normpath(os.path.join(os.path.dirname(path), target))
 
 
+def _is_volume_path(path: str) -> bool:
+    return path.startswith("\\\\?\\Volume{") or path.startswith("\\??\\Volume{")
+
+
 def strip_nt_prefix(target: str) -> str:
-    """`\\\\?\\D:\\x` or `\\??\\D:\\x` (how junction targets are stored) -> `D:\\x`."""
+    """How Windows stores a junction's target -> the path a user knows: ``\\\\?\\D:\\x`` and
+    ``\\??\\D:\\x`` -> ``D:\\x``, ``\\\\?\\UNC\\srv\\share`` -> ``\\\\srv\\share``. A volume GUID
+    path (``\\\\?\\Volume{...}\\x``) has no shorter absolute form and is kept as it is."""
     for prefix in ("\\\\?\\", "\\??\\"):
         if target.startswith(prefix):
-            return target[len(prefix):]
+            rest = target[len(prefix):]
+            if rest.upper().startswith("UNC\\"):
+                return "\\\\" + rest[4:]
+            if ntpath.splitdrive(rest)[0] or rest.startswith("/"):  # "/": the tests' double
+                return rest
+            return "\\\\?\\" + rest  # Volume{GUID}\\...: absolute only with its prefix
     return target
 
 
@@ -68,24 +87,20 @@ def points_to(path: str, target: str) -> bool:
 
 
 def junction_target(target: str) -> str:
-    """Pure: the absolute, normalised target a junction must store (junctions can't be relative
-    and can only point at local drive paths, not at UNC shares)."""
-    norm = ntpath.normpath(strip_nt_prefix(target).replace("/", "\\"))
+    """Pure: the absolute, normalised target a junction must store. Junctions cannot be
+    relative and can only point at local volumes (a drive path or a volume GUID path), not at
+    UNC shares. On a POSIX host (the tests' Windows double) an absolute POSIX path stands for a
+    local drive path."""
+    stripped = strip_nt_prefix(target)
+    if _is_volume_path(stripped):
+        return stripped
+    if os.name != "nt" and posixpath.isabs(stripped) and "\\" not in stripped:
+        return posixpath.normpath(stripped)
+    norm = ntpath.normpath(stripped.replace("/", "\\"))
     drive, _rest = ntpath.splitdrive(norm)
     if not ntpath.isabs(norm) or not drive or drive.startswith("\\\\"):
         raise ValueError(f"a junction needs an absolute local drive path, got {target!r}")
     return norm
-
-
-def windows_link_plan(path: str, target: str, kind: LinkKind) -> tuple[str, tuple[str, ...]]:
-    """Pure: which Windows call creates the link and with which arguments.
-
-    ('CreateJunction', (target, path)) for a junction (no admin rights needed), or
-    ('symlink', (target, path)) for a directory symlink (needs Developer Mode or admin).
-    """
-    if kind == "junction":
-        return "CreateJunction", (junction_target(target), ntpath.normpath(path))
-    return "symlink", (ntpath.normpath(target), ntpath.normpath(path))
 
 
 def create_link(path: str, target: str, kind: LinkKind = "symlink") -> None:
@@ -94,22 +109,7 @@ def create_link(path: str, target: str, kind: LinkKind = "symlink") -> None:
     POSIX only knows symlinks; asking for a junction there is an error. Raises OSError when the
     link cannot be created; never replaces an existing entry.
     """
-    if os.name != "nt":
-        if kind == "junction":
-            raise OSError(f"junctions exist only on Windows; cannot create one at {path}")
-        os.symlink(target, path, target_is_directory=True)
-        return
-    _create_windows_link(path, target, kind)  # pragma: no cover - Windows only
-
-
-def _create_windows_link(path: str, target: str, kind: LinkKind) -> None:  # pragma: no cover
-    call, args = windows_link_plan(path, target, kind)
-    if call == "CreateJunction":
-        import _winapi
-
-        _winapi.CreateJunction(*args)  # type: ignore[attr-defined,unused-ignore]
-    else:
-        os.symlink(args[0], args[1], target_is_directory=True)
+    _seam().create_link(path, target, kind)
 
 
 def remove_link(path: str) -> None:
@@ -119,13 +119,14 @@ def remove_link(path: str) -> None:
     and a directory symlink on Windows are removed with rmdir (which deletes the reparse point
     only); a POSIX symlink with unlink.
     """
-    kind = link_kind(path)
-    if kind is None:
+    ops = _seam()
+    try:
+        st = ops.lstat_path(path)
+    except FileNotFoundError:
+        st = None
+    if st is None or not kinds.is_link(st):
         raise ValueError(f"{path} is not a link; refusing to remove it")
-    if os.name == "nt" and (kind == "junction" or os.path.isdir(path)):  # pragma: no cover
-        os.rmdir(path)
-        return
-    os.unlink(path)
+    ops.remove_link(path, st)
 
 
 def default_kind(os_name: str) -> LinkKind:

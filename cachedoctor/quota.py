@@ -58,6 +58,7 @@ def set_quota(tool: str, location: str, cap: int | None) -> int | None:
 if TYPE_CHECKING:
     from cachedoctor.history import Change
     from cachedoctor.host import Host
+    from cachedoctor.locate.world import World
     from cachedoctor.profiles.model import Location, Profile
 
 
@@ -242,6 +243,37 @@ def ntfs_commands(drive: str, limit: int, threshold: int, user: str) -> list[lis
         ["fsutil", "quota", "enforce", drive],
         ["fsutil", "quota", "modify", drive, str(threshold), str(limit), user],
     ]
+
+
+def ntfs_target(profile: Profile, location_id: str, world: World) -> str:
+    """The drive an NTFS quota for the location belongs on: where its bytes are now (a link's
+    or a setting's target, `cachedoctor.locate`), not where the profile declares it (after a
+    move, C: would cap the user's whole profile there)."""
+    from cachedoctor.locate import picture
+
+    pic = picture(profile, location_id, world)
+    places = [p.data or p.path for p in pic.existing] or [p.path for p in pic.places]
+    if not places:
+        raise UserInputError(f"{profile.id} {location_id} has no path on this system; pass --drive")
+    return ntfs_drive(places[0])
+
+
+def check_ntfs_drive(drive: str, *, explicit: bool, system_drive: str, fstype: str | None) -> None:
+    """Refuse what an NTFS quota must not be set on: the system drive unless `--drive` named it
+    (NTFS quotas are per user per volume, so a cap there caps everything the user keeps on C:),
+    and a ReFS volume (a Dev Drive: ReFS has no disk quotas; fsutil quota needs NTFS)."""
+    from cachedoctor.errors import RefusedError
+
+    if fstype is not None and fstype.upper() == "REFS":
+        raise RefusedError(f"{drive} is ReFS (a Dev Drive?): ReFS has no disk quotas",
+                           hint="use `cachedoctor quota TOOL SIZE` (enforced by clean) instead")
+    if fstype is not None and fstype.upper() != "NTFS":
+        raise RefusedError(f"{drive} is {fstype}, not NTFS: volume quotas exist only on NTFS")
+    if not explicit and drive.upper() == system_drive.rstrip("\\").upper():
+        raise RefusedError(
+            f"the cache is on the system drive {drive}: an NTFS quota caps everything you "
+            f"store on {drive} (your whole profile), not just the cache",
+            hint=f"pass --drive {drive} to do it anyway, or use `cachedoctor quota TOOL SIZE`")
 
 
 def ntfs_drive(path: str) -> str:

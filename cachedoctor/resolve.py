@@ -5,7 +5,8 @@ template). An `XDG_*` variable that is unset, empty or relative counts as unset,
 Base Directory spec says, and so does any optional variable that starts a path but holds no
 absolute path (`PLAYWRIGHT_BROWSERS_PATH=0` means "inside each project", not a folder `0`).
 Globs (`*`, `?`, `[..]`) are left in place for `expand_globs`.
-Nothing here touches the filesystem except `expand_globs`.
+Nothing here touches the filesystem except `expand_globs`, and `to_host_path` for a Windows
+drive path typed on WSL (it asks `wslpath` and the mount table, `drives.windows_path`).
 """
 
 from __future__ import annotations
@@ -201,13 +202,17 @@ def expand_globs(path: str) -> list[str]:
 
 
 _WIN_DRIVE = re.compile(r"^(?P<drive>[A-Za-z]):(?:[\\/](?P<rest>.*))?$")
+_SHELL_ATE_BACKSLASHES = re.compile(r"^(?P<drive>[A-Za-z]):(?P<rest>[^\\/].*)$")
 
 
 def to_host_path(text: str, host: Host) -> str:
     """A user-typed destination as a path of this host.
 
-    On WSL, `D:\\ai-cache` means the Windows drive mounted at `/mnt/d/ai-cache`. On Linux or
-    macOS a Windows drive path is a mistake and gets a clear error.
+    On WSL, `D:\\ai-cache` means the Windows drive D: as WSL mounted it: translated by
+    `wslpath` (honouring `[automount] root`) or the mount table, and refused when no DrvFs
+    mount serves it (`drives.windows_path`). Typed unquoted in bash it arrives as `D:ai-cache`
+    (the shell ate the backslash): that is refused with "quote the path". On Linux or macOS a
+    Windows drive path is a mistake and gets a clear error.
     """
     text = _expand_tilde(text.strip(), host)
     match = _WIN_DRIVE.match(text)
@@ -216,6 +221,13 @@ def to_host_path(text: str, host: Host) -> str:
             raise UserInputError(
                 f"{text!r} is a Windows drive path, but this is {host.os}: give a path of this system"
             )
-        rest = (match.group("rest") or "").replace("\\", "/").strip("/")
-        return posixpath.normpath(f"/mnt/{match.group('drive').lower()}/{rest}")
+        from cachedoctor.drives import windows_path
+
+        return windows_path(match.group("drive"), match.group("rest") or "")
+    eaten = _SHELL_ATE_BACKSLASHES.match(text)
+    if eaten and host.os == "wsl":
+        drive, rest = eaten.group("drive").upper(), eaten.group("rest")
+        raise UserInputError(
+            f"{text!r} looks like a Windows path whose backslashes the shell removed: quote "
+            "the path", hint=f"write '{drive}:\\{rest}' in single quotes, or {drive}:/{rest}")
     return normalize(text, host)

@@ -22,7 +22,7 @@ ProgressCallback = Callable[[str, int, int], None]  # (path, entries, bytes)
 # Folders where tools drop caches without asking; what no profile claims there is listed too.
 USER_CACHE_ROOTS: dict[str, tuple[str, ...]] = {
     "linux": ("${XDG_CACHE_HOME:-~/.cache}",),
-    "wsl": ("${XDG_CACHE_HOME:-~/.cache}",),
+    "wsl": ("${XDG_CACHE_HOME:-~/.cache}", "${WSL_WIN_LOCALAPPDATA}", "${WSL_WIN_TEMP}"),
     "macos": ("~/Library/Caches",),
     "windows": ("%LOCALAPPDATA%", "%TEMP%"),
 }

@@ -77,6 +77,60 @@ def mount_skip_reason() -> str | None:
     return None
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """A module marked `os_doubles("windows", "macos")` runs every test natively and through
+    each OS double (tests/doubles): ids test_x[native], test_x[windows], test_x[macos]."""
+    marker = metafunc.definition.get_closest_marker("os_doubles")
+    if marker is not None:
+        metafunc.parametrize("os_seam", ["native", *marker.args], indirect=True)
+
+
+@pytest.fixture(autouse=True)
+def os_seam(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+            monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    """The tree layer's OS seam for this test: the native one, or (parametrized by
+    `os_doubles`) a double, yielded as its API (`native_only(reason, kinds=...)` skips a test there)."""
+    kind = getattr(request, "param", "native")
+    if kind == "native":
+        yield None
+        return
+    if not IS_LINUX:
+        pytest.skip("the OS doubles run over a Linux tree; this job runs the real OS")
+    only = request.node.get_closest_marker("native_only")
+    if only is not None and kind in only.kwargs.get("kinds", (kind,)):
+        pytest.skip(f"not through the {kind} double: {only.args[0]}")
+    from tests import doubles
+
+    with doubles.installed(kind, tmp_path_factory.mktemp(f"{kind}-double"), monkeypatch) as api:
+        yield api
+
+
+@pytest.fixture
+def windows_double(tmp_path_factory: pytest.TempPathFactory,
+                   monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    """The Windows double under the tree layer (tests/doubles/windows.py), here and in the CLI."""
+    from tests import doubles
+
+    if not IS_LINUX:
+        pytest.skip("the OS doubles run over a Linux tree; this job runs the real OS")
+
+    with doubles.installed("windows", tmp_path_factory.mktemp("windows-double"), monkeypatch) as api:
+        yield api
+
+
+@pytest.fixture
+def macos_double(tmp_path_factory: pytest.TempPathFactory,
+                 monkeypatch: pytest.MonkeyPatch) -> Iterator[object]:
+    """The macOS double under the tree layer (tests/doubles/macos.py), here and in the CLI."""
+    from tests import doubles
+
+    if not IS_LINUX:
+        pytest.skip("the OS doubles run over a Linux tree; this job runs the real OS")
+
+    with doubles.installed("macos", tmp_path_factory.mktemp("macos-double"), monkeypatch) as api:
+        yield api
+
+
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("root") is not None:
         reason = mount_skip_reason()

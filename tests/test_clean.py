@@ -18,7 +18,7 @@ from cachedoctor.safedelete import FileInfo
 from tests.conftest import IS_LINUX, needs_posix_paths, no_uses, result_of, run_cli
 
 # fake tools are /bin/sh scripts, caches hold symlinks, hosts are POSIX
-pytestmark = needs_posix_paths
+pytestmark = [needs_posix_paths, pytest.mark.os_doubles("windows", "macos")]
 
 PROFILE = """\
 id: {id}
@@ -199,6 +199,7 @@ def test_command_missing_from_path_falls_back_to_file_rules(
     assert list(cache.iterdir()) == []
 
 
+@pytest.mark.native_only("the quota counts the folder's own 4 KiB block; Windows reports no allocation (a folder takes 0 bytes there)", kinds=("windows",))
 def test_lru_eviction_to_a_quota(profiles: Path, isolated_home: Path) -> None:
     from cachedoctor.quota import set_quota
 
@@ -218,6 +219,7 @@ def test_lru_eviction_to_a_quota(profiles: Path, isolated_home: Path) -> None:
     assert result_of(proc)["results"][0]["files"] == 4
 
 
+@pytest.mark.native_only("sizes in 4 KiB blocks; Windows reports apparent sizes only", kinds=("windows",))
 def test_max_size_trims_by_lru_and_older_than_takes_only_old_files(
     profiles: Path, isolated_home: Path
 ) -> None:
@@ -362,6 +364,7 @@ def test_second_cleaner_waits_then_exits_with_a_clear_message(
     assert run_cli("clean", "faketool", "--yes").returncode == 0
 
 
+@pytest.mark.native_only("Windows trashes to the Recycle Bin (tests/test_platform_windows.py)", kinds=("windows",))
 def test_trash_sends_to_the_xdg_trash_in_home(profiles: Path, isolated_home: Path) -> None:
     write_profile(profiles)
     cache = isolated_home / ".cache" / "faketool"
@@ -375,6 +378,7 @@ def test_trash_sends_to_the_xdg_trash_in_home(profiles: Path, isolated_home: Pat
     assert cache.is_dir() and list(cache.iterdir()) == []
 
 
+@pytest.mark.native_only("the freedesktop trash rules; Windows has the Recycle Bin", kinds=("windows",))
 def test_trash_refusal_is_explained_and_the_files_stay(
     profiles: Path, isolated_home: Path, tmp_path: Path
 ) -> None:

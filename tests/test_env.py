@@ -244,12 +244,42 @@ def test_windows_set_unset_through_the_registry_seam(isolated_home):
     result = set_variables({"HF_HOME": r"%USERPROFILE%\hf"}, host=host, registry=reg)
     assert reg.values == {"HF_HOME": (r"%USERPROFILE%\hf", windows.REG_EXPAND_SZ)}
     assert reg.broadcasts == 1 and result.files_changed == ["HKCU\\Environment\\HF_HOME"]
-    assert result.apply_now == "$env:HF_HOME = '%USERPROFILE%\\hf'"
+    assert result.apply_now == (
+        "$env:HF_HOME = [Environment]::ExpandEnvironmentVariables('%USERPROFILE%\\hf')")
     assert not (isolated_home / ".profile").exists()
     assert set_variables({"HF_HOME": r"%USERPROFILE%\hf"}, host=host, registry=reg).files_changed == []
     assert reg.broadcasts == 1
     unset_variables(["HF_HOME"], host=host, registry=reg)
     assert reg.values == {} and reg.broadcasts == 2
+
+
+def test_a_value_the_user_had_in_hkcu_comes_back_with_its_type(isolated_home):
+    """HKCU\\Environment is the user's only store: what they had before cachedoctor set a
+    variable is put back, REG_EXPAND_SZ and all, by unset, restore and undo (issue 10, #8)."""
+    from cachedoctor import history
+    from cachedoctor.envvars import undo_change
+
+    host = Host(os="windows", env={"USERPROFILE": str(isolated_home)}, home=str(isolated_home))
+    reg = FakeRegistry()
+    reg.values["HF_HOME"] = (r"%USERPROFILE%\mine", windows.REG_EXPAND_SZ)
+    reg.values["TMPDIR"] = (r"E:\tmp", windows.REG_SZ)
+    set_variables({"HF_HOME": r"D:\hf", "TMPDIR": r"D:\tmp"}, host=host, registry=reg)
+    assert reg.values["HF_HOME"] == (r"D:\hf", windows.REG_SZ)
+    result = unset_variables(["HF_HOME"], host=host, registry=reg)
+    assert reg.values["HF_HOME"] == (r"%USERPROFILE%\mine", windows.REG_EXPAND_SZ)
+    assert "restore HKCU\\Environment\\HF_HOME" in " ".join(result.messages)
+    assert result.apply_now == (
+        "$env:HF_HOME = [Environment]::ExpandEnvironmentVariables('%USERPROFILE%\\mine')")
+    reg.values["TMPDIR"] = (r"F:\changed-by-hand", windows.REG_SZ)  # changed since we set it
+    kept = unset_variables(["TMPDIR"], host=host, registry=reg)
+    assert reg.values["TMPDIR"] == (r"F:\changed-by-hand", windows.REG_SZ)
+    assert "leave HKCU\\Environment\\TMPDIR" in " ".join(kept.messages)
+    done = set_variables({"HF_HOME": r"D:\hf2"}, host=host, registry=reg)
+    assert done.change_id is not None
+    recorded = history.get(done.change_id)
+    assert recorded is not None
+    undo_change(recorded, host=host, registry=reg)
+    assert reg.values["HF_HOME"] == (r"%USERPROFILE%\mine", windows.REG_EXPAND_SZ)
 
 
 # --- CLI --------------------------------------------------------------------------------------

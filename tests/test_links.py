@@ -17,7 +17,6 @@ from cachedoctor.links import (
     points_to,
     remove_link,
     strip_nt_prefix,
-    windows_link_plan,
 )
 from tests.conftest import IS_WINDOWS, needs_symlinks
 
@@ -89,26 +88,32 @@ def test_junction_target_pure() -> None:
     assert strip_nt_prefix("\\??\\C:\\x") == "C:\\x"
 
 
-def test_windows_link_plan_pure() -> None:
-    call, args = windows_link_plan("C:\\Users\\me\\.cache\\hf", "D:/ai-cache/hf", "junction")
-    assert call == "CreateJunction"
-    assert args == ("D:\\ai-cache\\hf", "C:\\Users\\me\\.cache\\hf")  # _winapi: (target, link)
-    call, args = windows_link_plan("C:\\a", "D:\\b", "symlink")
-    assert call == "symlink" and args == ("D:\\b", "C:\\a")
+def test_nt_prefixes_and_volume_targets_stay_absolute() -> None:
+    r"""How Windows stores a junction target (readlink gives the substitute name, `\\?\`-
+    prefixed, CPython docs for os.readlink 3.8): drive and UNC forms lose the prefix, a volume
+    GUID path keeps it (without it, it would be taken for a relative name; cpython gh-89760)."""
+    assert strip_nt_prefix("\\\\?\\D:\\x") == "D:\\x"
+    assert strip_nt_prefix("\\\\?\\UNC\\srv\\share\\x") == "\\\\srv\\share\\x"
+    volume = "\\\\?\\Volume{0b1c7e4e-0000-0000-0000-100000000000}\\caches\\uv"
+    assert strip_nt_prefix(volume) == volume
+    assert strip_nt_prefix("\\??\\Volume{0b1c7e4e-0000-0000-0000-100000000000}\\x").startswith(
+        "\\\\?\\Volume{")
+    assert junction_target(volume) == volume
     assert default_kind("windows") == "junction"
     assert default_kind("linux") == "symlink"
 
 
 def test_windows_junction_goes_through_winapi(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Windows path calls _winapi.CreateJunction(target, link) (Windows API mocked)."""
+    """The Windows seam calls _winapi.CreateJunction(target, link) for a drive target (the
+    Windows API faked; CPython's _winapi.c: src_path is the target, dst_path the new link)."""
     import sys
     import types
 
-    import cachedoctor.links as links
+    from cachedoctor.fs.windows import NativeWindowsApi
 
     calls: list[tuple[str, str]] = []
     fake = types.ModuleType("_winapi")
     fake.CreateJunction = lambda target, path: calls.append((target, path))  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "_winapi", fake)
-    links._create_windows_link("C:\\Users\\me\\cache", "E:\\caches\\tool", "junction")
+    NativeWindowsApi.create_junction(junction_target("E:/caches/tool"), "C:\\Users\\me\\cache")
     assert calls == [("E:\\caches\\tool", "C:\\Users\\me\\cache")]

@@ -167,3 +167,34 @@ def test_cli_ntfs_plan_on_linux(profiles_dir):
                       "--user", "ana", "--yes")
     assert refused.returncode == 2 and "only be applied on Windows" in refused.stderr
     assert quota_table() == {}
+
+
+def test_ntfs_quota_goes_where_the_cache_lives_now_and_not_on_the_system_drive():
+    """Issue 10, #6: after a move the cache is on D:, and a quota on C: (the declared path)
+    would cap the user's whole profile. ReFS (a Dev Drive) has no quotas."""
+    from cachedoctor.errors import RefusedError
+    from cachedoctor.locate.files import DictFiles
+    from cachedoctor.locate.world import World
+    from cachedoctor.profiles.model import Profile
+    from cachedoctor.quota import check_ntfs_drive, ntfs_target
+
+    profile = Profile.model_validate({
+        "id": "pip", "name": "pip", "description": "x",
+        "locations": [{"id": "cache", "paths": {"windows": "%LOCALAPPDATA%\\pip\\Cache"},
+                       "safe_to_delete": True}]})
+    host = Host(os="windows", env={"LOCALAPPDATA": "C:\\Users\\ana\\AppData\\Local"},
+                home="C:\\Users\\ana")
+    declared = "C:\\Users\\ana\\AppData\\Local\\pip\\Cache"
+    moved = World.of(host, DictFiles(links={declared: ("junction", "D:\\caches\\pip")},
+                                     dirs=frozenset({"D:\\caches\\pip"}), windows=True))
+    assert ntfs_target(profile, "cache", moved) == "D:"
+    at_home = World.of(host, DictFiles(dirs=frozenset({declared}), windows=True))
+    assert ntfs_target(profile, "cache", at_home) == "C:"
+    with pytest.raises(RefusedError, match="system drive"):
+        check_ntfs_drive("C:", explicit=False, system_drive="C:", fstype="NTFS")
+    check_ntfs_drive("C:", explicit=True, system_drive="C:", fstype="NTFS")  # asked for it
+    check_ntfs_drive("D:", explicit=False, system_drive="C:", fstype="NTFS")
+    with pytest.raises(RefusedError, match="ReFS"):
+        check_ntfs_drive("D:", explicit=True, system_drive="C:", fstype="ReFS")
+    with pytest.raises(RefusedError, match="not NTFS"):
+        check_ntfs_drive("E:", explicit=True, system_drive="C:", fstype="exFAT")

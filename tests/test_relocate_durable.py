@@ -12,7 +12,6 @@ from pathlib import Path
 
 import pytest
 
-from cachedoctor.relocate import copy as copymod
 from cachedoctor.relocate.copy import copy_tree, make_durable, verify_tree
 from tests.conftest import IS_LINUX
 from tests.test_move import write_profile
@@ -117,28 +116,3 @@ def test_make_durable_uses_syncfs_on_linux(tmp_path: Path) -> None:
     assert make_durable(str(tmp_path)) == "syncfs"
     with pytest.raises(FileNotFoundError):
         make_durable(str(tmp_path / "missing"))
-
-
-def test_per_file_flush_where_a_filesystem_cannot_be_flushed_whole(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Windows path (FlushFileBuffers through os.fsync), switched on here: every copied
-    file is flushed once, hard-link duplicates are not copied so not flushed again."""
-    src = tmp_path / "src"
-    build_tree(src)
-    regular = {(st.st_dev, st.st_ino) for p in src.rglob("*")
-               if not p.is_symlink() and p.is_file() and (st := p.lstat())}
-    flushed: list[int] = []
-    real_fsync = os.fsync
-
-    def counting_fsync(fd: int) -> None:
-        flushed.append(fd)
-        real_fsync(fd)
-
-    monkeypatch.setattr(copymod, "_FLUSH_EACH_FILE", True)
-    monkeypatch.setattr(copymod.os, "fsync", counting_fsync)
-    copy_tree(str(src), str(tmp_path / "plain"))
-    assert flushed == []  # not asked to be durable
-    copy_tree(str(src), str(tmp_path / "durable"), durable=True)
-    assert len(flushed) == len(regular)
-    assert make_durable(str(tmp_path / "durable")) == "per-file"
-    assert snapshot(tmp_path / "durable") == snapshot(src)

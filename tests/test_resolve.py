@@ -70,7 +70,17 @@ def test_macos_paths() -> None:
     assert expand("~/Library/Caches/pip", MAC) == "/Users/ann/Library/Caches/pip"
 
 
-def test_windows_drive_destination_on_wsl() -> None:
+def test_windows_drive_destination_on_wsl(monkeypatch: pytest.MonkeyPatch) -> None:
+    """D: as WSL mounted it (here: the mount table, as /proc/self/mounts shows a WSL 2 drive);
+    the translation against mounts that are not there is in tests/test_platform_wsl.py."""
+    from cachedoctor import drives
+
+    table = drives.parse_proc_mounts(
+        "C:\\134 /mnt/c 9p rw,noatime,aname=drvfs;path=C:\\;uid=1000 0 0\n"
+        "D:\\134 /mnt/d 9p rw,noatime,aname=drvfs;path=D:\\;uid=1000 0 0\n"
+        "E:\\134 /mnt/e 9p rw,noatime,aname=drvfs;path=E:\\;uid=1000 0 0\n")
+    monkeypatch.setattr(drives, "partitions", lambda: table)
+    monkeypatch.setattr(drives, "wslpath", lambda text: None)
     assert to_host_path(r"D:\ai-cache", WSL) == "/mnt/d/ai-cache"
     assert to_host_path("E:/x/y/", WSL) == "/mnt/e/x/y"
     assert to_host_path("D:", WSL) == "/mnt/d"

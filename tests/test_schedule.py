@@ -6,6 +6,7 @@ import os
 import plistlib
 import shutil
 import subprocess
+import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -36,6 +37,9 @@ needs_crontab = pytest.mark.skipif(
     not IS_LINUX or shutil.which("crontab") is None,
     reason="needs Linux with crontab installed (apt-get install cron); never touch a dev Mac's",
 )
+
+
+TS = "{http://schemas.microsoft.com/windows/2004/02/mit/task}"
 
 
 def host_for(home: Path, os_name: str = "linux") -> Host:
@@ -279,27 +283,100 @@ def test_launchd_plist_is_valid_and_installed_in_launch_agents(isolated_home: Pa
     assert not path.exists()
 
 
-def test_schtasks_command_construction() -> None:
+def _task(xml: str) -> ET.Element:
+    return ET.fromstring(xml.split("?>", 1)[1])
+
+
+def _get(task: ET.Element, path: str) -> str | None:
+    found = task.find("/".join(f"{TS}{p}" for p in path.split("/")))
+    return found.text if found is not None else None
+
+
+def test_schtasks_task_xml() -> None:
+    """Issue 10, #11: the task starts when a run was missed, on battery, hidden, and (native)
+    whether or not the user is logged on (S4U: no console window, no stored password)."""
     exe = r"C:\Program Files\cachedoctor\cachedoctor.exe"
     job = Job((exe, "clean", "--scheduled"), Schedule("daily", 3, 30))
-    assert schtasks.create_command(job) == [
-        "schtasks",
-        "/Create",
-        "/SC",
-        "DAILY",
-        "/TN",
-        "cachedoctor-clean",
-        "/TR",
-        '"C:\\Program Files\\cachedoctor\\cachedoctor.exe" clean --scheduled',
-        "/ST",
-        "03:30",
-        "/F",
-    ]
-    weekly = schtasks.create_command(Job(job.argv, Schedule("weekly", 22, 0)))
-    assert weekly[2:6] == ["/SC", "WEEKLY", "/D", "MON"] and weekly[-3:] == ["/ST", "22:00", "/F"]
-    hourly = schtasks.create_command(Job(job.argv, Schedule("hourly", 0, 15)))
-    assert hourly[2:6] == ["/SC", "HOURLY", "/MO", "1"] and hourly[-2] == "00:15"
-    assert schtasks.delete_command() == ["schtasks", "/Delete", "/TN", "cachedoctor-clean", "/F"]
+    task = _task(schtasks.task_xml(job, schtasks.native_action(job), logon="S4U", user="PC\\ana"))
+    assert task.tag == f"{TS}Task"
+    for path, value in (("Settings/StartWhenAvailable", "true"),
+                        ("Settings/DisallowStartIfOnBatteries", "false"),
+                        ("Settings/StopIfGoingOnBatteries", "false"),
+                        ("Settings/Hidden", "true"),
+                        ("Principals/Principal/LogonType", "S4U"),
+                        ("Principals/Principal/UserId", "PC\\ana"),
+                        ("Actions/Exec/Command", exe),
+                        ("Actions/Exec/Arguments", "clean --scheduled"),
+                        ("Triggers/CalendarTrigger/StartBoundary", "2024-01-01T03:30:00"),
+                        ("Triggers/CalendarTrigger/ScheduleByDay/DaysInterval", "1")):
+        assert _get(task, path) == value, path
+    weekly = _task(schtasks.task_xml(Job(job.argv, Schedule("weekly", 22, 0)),
+                                     schtasks.native_action(job), logon="S4U"))
+    assert weekly.find(f"{TS}Triggers/{TS}CalendarTrigger/{TS}ScheduleByWeek/{TS}DaysOfWeek/"
+                       f"{TS}Monday") is not None
+    hourly = _task(schtasks.task_xml(Job(job.argv, Schedule("hourly", 0, 15)),
+                                     schtasks.native_action(job), logon="S4U"))
+    assert _get(hourly, "Triggers/CalendarTrigger/Repetition/Interval") == "PT1H"
+    assert _get(hourly, "Triggers/CalendarTrigger/StartBoundary") == "2024-01-01T00:15:00"
+    wsl = Job(("/home/ana/.local/bin/cachedoctor", "clean", "--scheduled"), Schedule())
+    task = _task(schtasks.task_xml(wsl, schtasks.wsl_action(wsl, "Ubuntu 24.04"),
+                                   logon="InteractiveToken"))
+    assert _get(task, "Actions/Exec/Command") == "wsl.exe"
+    assert _get(task, "Actions/Exec/Arguments") == (
+        '-d "Ubuntu 24.04" -- /home/ana/.local/bin/cachedoctor clean --scheduled')
+    assert schtasks.create_command("C:\\t.xml") == [
+        "schtasks", "/Create", "/XML", "C:\\t.xml", "/TN", "cachedoctor-clean", "/F"]
+    assert schtasks.delete_command("schtasks.exe") == [
+        "schtasks.exe", "/Delete", "/TN", "cachedoctor-clean", "/F"]
+    assert schtasks.xml_bytes("<x/>").startswith(b"\xff\xfe")  # UTF-16 with its BOM
+
+
+@pytest.fixture
+def wsl_interop(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """WSL with interop: the schtasks.exe and wslpath doubles first on PATH."""
+    from tests.doubles import SITE
+
+    monkeypatch.setenv("WSL_DISTRO_NAME", "Ubuntu")
+    monkeypatch.setenv("PATH", f"{SITE.parent / 'bin'}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("CACHEDOCTOR_TEST_SCHTASKS", str(tmp_path / "tasks"))
+    return tmp_path / "tasks"
+
+
+@needs_posix_paths
+def test_wsl_schedules_a_windows_task_running_wsl_exe(wsl_interop: Path, fake_exe: Path,
+                                                      isolated_home: Path) -> None:
+    host = Host(os="wsl", env=dict(os.environ), home=str(isolated_home))
+    from cachedoctor.schedule import pick_backend, schedule_status
+
+    assert pick_backend("auto", host) == "schtasks"
+    job = make_job(Schedule("daily", 4, 0), [str(fake_exe)])
+    done = install_schedule("schtasks", job, host)
+    task = _task((wsl_interop / "cachedoctor-clean.xml").read_text(encoding="utf-8"))
+    assert _get(task, "Actions/Exec/Command") == "wsl.exe"
+    assert _get(task, "Actions/Exec/Arguments") == (
+        f'-d Ubuntu -- "{fake_exe}" clean --scheduled')
+    assert _get(task, "Principals/Principal/LogonType") == "InteractiveToken"
+    assert any("cron inside it would not run" in n for n in done.notes)
+    assert done.commands[0][:3] == ["schtasks.exe", "/Create", "/XML"]
+    assert done.commands[0][3].startswith("\\\\wsl.localhost\\Ubuntu\\")
+    assert state_of("schtasks", host)["installed"]
+    status = schedule_status(host)
+    assert status["backends"][0]["backend"] == "schtasks" and status["backends"][0]["installed"]
+    remove_schedule("schtasks", host)
+    assert not state_of("schtasks", host)["installed"]
+    assert (wsl_interop / "calls.log").read_text().count("/Delete") == 1
+
+
+def test_wsl_without_interop_schedules_inside_linux(isolated_home: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from cachedoctor.schedule import backends_for, pick_backend
+
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")  # no schtasks.exe: [interop] enabled=false
+    wsl = Host(os="wsl", env={"XDG_RUNTIME_DIR": str(isolated_home / "no-bus"),
+                              "WSL_DISTRO_NAME": "Ubuntu"}, home=str(isolated_home))
+    assert backends_for(wsl)[0] == "schtasks"
+    if shutil.which("crontab"):
+        assert pick_backend("auto", wsl) == "cron"
 
 
 def test_auto_backend_per_os(isolated_home: Path) -> None:

@@ -21,6 +21,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cachedoctor import walker
+from cachedoctor.fs import kinds
+from cachedoctor.fs import walk as engine
+from cachedoctor.fs.walk import TreeWalk
 from cachedoctor.walker import WalkResult, measure
 from tests.conftest import IS_LINUX, IS_ROOT, needs_du, result_of, run_cli
 
@@ -174,14 +177,14 @@ def test_parallel_walk_is_used_for_big_trees_and_stays_exact(
                 (folder / f"f{f}").write_bytes(b"z" * (f * 37))
     os.link(root / "t0" / "s0" / "f5", root / "t5" / "s19" / "again")
     calls: list[int] = []
-    real = walker._parallel
+    real = TreeWalk._share
 
-    def spy(*args, **kwargs):  # type: ignore[no-untyped-def]
-        calls.append(args[2])
-        return real(*args, **kwargs)
+    def spy(self, tasks):  # type: ignore[no-untyped-def]
+        calls.append(min(self.workers, len(tasks)))
+        return real(self, tasks)
 
-    monkeypatch.setattr(walker, "_parallel", spy)
-    monkeypatch.setattr(walker, "_worker_count", lambda requested: 2)
+    monkeypatch.setattr(TreeWalk, "_share", spy)
+    monkeypatch.setattr(walker, "_worker_count", lambda requested, ops: 2)
     progress: list[tuple[int, int]] = []
     result = measure(str(root), on_progress=lambda n, b: progress.append((n, b)))
     assert calls == [2]
@@ -195,7 +198,7 @@ def test_more_tasks_than_the_task_pipe_holds(tmp_path: Path,
                                             monkeypatch: pytest.MonkeyPatch) -> None:
     """12,000 folders handed out one per record = 96 KB, more than a pipe buffer: the parent
     feeds them while it reads the workers' progress, without deadlock."""
-    monkeypatch.setattr(walker, "TASK_RECORDS_PER_WORKER", 10**9)
+    monkeypatch.setattr(engine, "TASK_RECORDS_PER_WORKER", 10**9)
     monkeypatch.setattr(walker, "PROGRESS_EVERY", 1)
     for n in range(12_000):
         os.mkdir(tmp_path / f"d{n}")
@@ -211,8 +214,8 @@ def test_small_trees_stay_in_one_process(tmp_path: Path, monkeypatch: pytest.Mon
     for n in range(30):
         (tmp_path / f"d{n}").mkdir()
         (tmp_path / f"d{n}" / "f").write_text("x")
-    monkeypatch.setattr(walker, "_parallel", lambda *a: pytest.fail("forked for a tiny tree"))
-    monkeypatch.setattr(walker, "_worker_count", lambda requested: 2)
+    monkeypatch.setattr(TreeWalk, "_share", lambda *a: pytest.fail("forked for a tiny tree"))
+    monkeypatch.setattr(walker, "_worker_count", lambda requested, ops: 2)
     assert totals(measure(str(tmp_path))) == du(tmp_path)
 
 
@@ -248,24 +251,13 @@ def test_deep_tree(tmp_path: Path) -> None:
         assert totals(measure(str(folder), workers=workers)) == du(folder)
 
 
-@needs_du
-def test_path_based_walk_used_without_dir_fd(wide_tree: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Windows code path (scandir by path), run on Linux: same totals."""
-    monkeypatch.setattr(walker, "_FD_WALK", False)
-    assert walker._worker_count(None) == 1
-    progress: list[tuple[int, int]] = []
-    result = measure(str(wide_tree), on_progress=lambda n, b: progress.append((n, b)))
-    assert totals(result) == du(wide_tree)
-    assert progress[-1] == (result.inodes, result.allocated_bytes)
-
-
 def test_windows_reparse_points_are_not_descended() -> None:
-    junction = SimpleNamespace(st_file_attributes=0x10 | 0x400)  # DIRECTORY | REPARSE_POINT
-    plain_dir = SimpleNamespace(st_file_attributes=0x10)
-    assert walker._is_reparse_point(junction)  # type: ignore[arg-type]
-    assert not walker._is_reparse_point(plain_dir)  # type: ignore[arg-type]
-    assert not walker._is_reparse_point(os.lstat("/"))
+    mode = 0o040777
+    junction = SimpleNamespace(st_mode=mode, st_file_attributes=0x10 | 0x400)  # DIRECTORY | REPARSE
+    plain_dir = SimpleNamespace(st_mode=mode, st_file_attributes=0x10)
+    assert not kinds.is_real_dir(junction)
+    assert kinds.is_real_dir(plain_dir)
+    assert kinds.is_real_dir(os.lstat("/"))
 
 
 # --- mounts ----------------------------------------------------------------------------------
@@ -404,16 +396,16 @@ def test_folders_vanishing_mid_walk(tmp_path: Path, monkeypatch: pytest.MonkeyPa
 def test_folders_vanishing_before_a_worker_gets_them(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     make_vanishing_tree(tmp_path)
-    real = walker._parallel
+    real = TreeWalk._share
     removed: list[str] = []
 
-    def delete_some_tasks_first(tally, tasks, *args):  # type: ignore[no-untyped-def]
+    def delete_some_tasks_first(self, tasks):  # type: ignore[no-untyped-def]
         for task in tasks[::2]:
-            shutil.rmtree(task)
-            removed.append(task)
-        return real(tally, tasks, *args)
+            shutil.rmtree(self.path_of(task.rel))
+            removed.append(task.rel)
+        return real(self, tasks)
 
-    monkeypatch.setattr(walker, "_parallel", delete_some_tasks_first)
+    monkeypatch.setattr(TreeWalk, "_share", delete_some_tasks_first)
     result = measure(str(tmp_path), workers=2)
     assert len(removed) >= 2 and not result.partial, result.errors
     assert result.inodes < FULL_TREE_ENTRIES
@@ -454,7 +446,7 @@ def test_files_vanishing_while_a_folder_is_read(tmp_path: Path) -> None:
 @needs_du
 def test_a_failing_worker_makes_the_parent_walk_its_share(
         wide_tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = walker._worker
+    real = TreeWalk._worker
     marker = tmp_path / "one-worker-died"
 
     def flaky(*args, **kwargs):  # type: ignore[no-untyped-def]
@@ -464,7 +456,7 @@ def test_a_failing_worker_makes_the_parent_walk_its_share(
             return real(*args, **kwargs)
         os._exit(3)
 
-    monkeypatch.setattr(walker, "_worker", flaky)
+    monkeypatch.setattr(TreeWalk, "_worker", flaky)
     result = measure(str(wide_tree), workers=2)
     assert marker.exists()
     assert totals(result) == du(wide_tree)

@@ -108,20 +108,34 @@ def _ntfs(profile: Any, locations: list[Any], size: str | None, *, drive: str | 
     import subprocess
 
     from cachedoctor.host import Host
-    from cachedoctor.profiles.resolved import declared_paths
-    from cachedoctor.quota import cap_for, is_windows_admin, ntfs_commands, ntfs_drive, ntfs_user
+    from cachedoctor.quota import (
+        cap_for,
+        check_ntfs_drive,
+        is_windows_admin,
+        ntfs_commands,
+        ntfs_target,
+        ntfs_user,
+    )
     from cachedoctor.sizes import parse_size
 
     host = Host.current()
     limit = cap_for(locations[0], size)
     warn_at = parse_size(threshold) if threshold else limit * 9 // 10
+    explicit = drive is not None
     if drive is None:
         if not host.is_windows:
             raise UserInputError("--ntfs needs --drive D: when not run on Windows")
-        paths = [p for loc, p in declared_paths(profile, host) if loc.id == locations[0].id]
-        if not paths:
-            raise UserInputError(f"{profile.id} {locations[0].id} has no path on this system; pass --drive")
-        drive = ntfs_drive(paths[0])
+        from cachedoctor.locate import observe
+
+        drive = ntfs_target(profile, locations[0].id, observe(host))
+    fstype = None
+    if host.is_windows:
+        from cachedoctor.drives import drive_of
+
+        volume = drive_of(drive + "\\")
+        fstype = volume.fstype if volume is not None else None
+    check_ntfs_drive(drive, explicit=explicit, system_drive=host.getenv("SystemDrive") or "C:",
+                     fstype=fstype)
     who = user or ntfs_user(host)
     commands = ntfs_commands(drive, limit, warn_at, who)
     explanation = (f"NTFS quotas are per user per volume: this caps everything {who} stores on {drive}, "

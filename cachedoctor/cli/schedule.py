@@ -72,7 +72,6 @@ def install(
         make_job,
         parse_schedule,
         pick_backend,
-        schtasks,
         systemd,
     )
     from cachedoctor.sizes import parse_age
@@ -112,7 +111,11 @@ def install(
     elif name == "launchd":
         preview["files"] = {str(launchd.plist_path(host)): "(plist)"}
     else:
-        preview["command"] = schtasks.create_command(job)
+        from cachedoctor.schedule import schtasks_plan
+
+        task_file, xml, command = schtasks_plan(job, host)
+        preview["files"] = {str(task_file): xml}
+        preview["command"] = command
     if dry_run or not yes:
         if json_out and dry_run:
             emit_json({"dry_run": True, **preview})

@@ -156,8 +156,9 @@ def _change(wanted: dict[str, str | None], *, host: Host, dry_run: bool, tool: s
                 new_store.pop(name, None)
             else:
                 new_store[name] = value
+        effective: Mapping[str, str | None] = wanted
         if host.is_windows:
-            files, messages = _windows(wanted, dry_run=dry_run, registry=registry)
+            files, messages, effective = _windows(wanted, dry_run=dry_run, registry=registry)
             new_created = created
         else:
             files, messages, new_created = _posix(new_store, host, created, dry_run=dry_run)
@@ -169,7 +170,7 @@ def _change(wanted: dict[str, str | None], *, host: Host, dry_run: bool, tool: s
     if not files and not store_changed:
         result.messages.insert(0, "already set: nothing to change")
         return result
-    result.apply_now = _apply_now(changed_values or wanted, host)
+    result.apply_now = _apply_now({k: effective[k] for k in (changed_values or wanted)}, host)
     result.messages.append(
         "new shells and apps started from now on see the change"
         + ("" if host.is_windows else " (GUI sessions after the next login)")
@@ -285,18 +286,11 @@ def _backup(target: Path, text: str) -> Path:
     return backup
 
 
-def _windows(wanted: Mapping[str, str | None], *, dry_run: bool,
-             registry: Registry | None) -> tuple[list[str], list[str]]:
-    from cachedoctor.envvars.windows import WinRegistry, apply_ops, plan_ops
+def _windows(wanted: Mapping[str, str | None], *, dry_run: bool, registry: Registry | None
+             ) -> tuple[list[str], list[str], dict[str, str | None]]:
+    from cachedoctor.envvars.windows import WinRegistry, change
 
-    reg: Registry = registry if registry is not None else WinRegistry()
-    current = {name: reg.read(name) for name in wanted}
-    ops = plan_ops(wanted, current)
-    messages = [("would " if dry_run else "") + op.describe() for op in ops]
-    if ops and not dry_run and not apply_ops(ops, reg):
-        messages.append("the WM_SETTINGCHANGE broadcast timed out: sign out and in to be sure "
-                        "every program sees the change")
-    return [f"HKCU\\Environment\\{op.name}" for op in ops], messages
+    return change(wanted, registry if registry is not None else WinRegistry(), dry_run=dry_run)
 
 
 __all__ = ["EnvResult", "managed_variables", "revert", "set_variables", "undo_change", "unset_variables"]

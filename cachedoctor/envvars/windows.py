@@ -32,28 +32,56 @@ def value_type(value: str) -> int:
 
 @dataclass(frozen=True)
 class RegistryOp:
-    action: str  # set, delete
+    action: str  # set, delete, restore (the value the user had before), keep (left alone)
     name: str
     value: str | None = None
     type: int | None = None
 
     def describe(self) -> str:
+        where = f"HKCU\\Environment\\{self.name}"
         if self.action == "delete":
-            return f"delete HKCU\\Environment\\{self.name}"
+            return f"delete {where}"
+        if self.action == "keep":
+            return (f"leave {where} = {self.value}: it was changed since cachedoctor set it")
         kind = "REG_EXPAND_SZ" if self.type == REG_EXPAND_SZ else "REG_SZ"
-        return f"set HKCU\\Environment\\{self.name} = {self.value} ({kind})"
+        if self.action == "restore":
+            return f"restore {where} = {self.value} ({kind}, the value it had before)"
+        return f"set {where} = {self.value} ({kind})"
 
 
-def plan_ops(values: Mapping[str, str | None], current: Mapping[str, tuple[str, int] | None]
-             ) -> list[RegistryOp]:
+@dataclass(frozen=True)
+class Prior:
+    """What `HKCU\\Environment\\NAME` held before cachedoctor first set it (None: nothing),
+    and the value cachedoctor set (`ours`). HKCU is the user's only store of their variables:
+    a value they had is put back, with its type, when cachedoctor stops managing the name."""
+
+    value: str | None
+    type: int | None
+    ours: str
+
+
+Priors = dict[str, Prior]
+
+
+def plan_ops(values: Mapping[str, str | None], current: Mapping[str, tuple[str, int] | None],
+             priors: Mapping[str, Prior] | None = None) -> list[RegistryOp]:
     """Registry operations that bring `current` (name -> (value, type) or None) to `values`
-    (name -> value, None meaning delete); no op for what is already right."""
+    (name -> value, None meaning "no longer managed"); no op for what is already right. A name
+    no longer managed gets back what it had before (`priors`), or is deleted if it had
+    nothing, or is left alone if the user changed it since."""
+    priors = priors or {}
     ops = []
     for name in sorted(values):
         value = values[name]
         have = current.get(name)
+        prior = priors.get(name)
         if value is None:
-            if have is not None:
+            if prior is not None and have is not None and have[0] != prior.ours:
+                ops.append(RegistryOp("keep", name, have[0], have[1]))
+            elif prior is not None and prior.value is not None:
+                if have != (prior.value, prior.type):
+                    ops.append(RegistryOp("restore", name, prior.value, prior.type))
+            elif have is not None:
                 ops.append(RegistryOp("delete", name))
             continue
         wanted = (value, value_type(value))
@@ -62,20 +90,104 @@ def plan_ops(values: Mapping[str, str | None], current: Mapping[str, tuple[str, 
     return ops
 
 
+def next_priors(priors: Mapping[str, Prior], values: Mapping[str, str | None],
+                current: Mapping[str, tuple[str, int] | None]) -> Priors:
+    """The priors after `values` are applied: recorded when a name is first set, forgotten when
+    it is no longer managed."""
+    out = dict(priors)
+    for name, value in values.items():
+        if value is None:
+            out.pop(name, None)
+            continue
+        have = current.get(name)
+        known = out.get(name)
+        out[name] = (Prior(have[0], have[1], value) if known is None and have is not None
+                     else Prior(None, None, value) if known is None
+                     else Prior(known.value, known.type, value))
+    return out
+
+
+def effective_values(ops: list[RegistryOp], values: Mapping[str, str | None]) -> dict[str, str | None]:
+    """What each name holds after the operations (a restored value instead of "unset")."""
+    out = dict(values)
+    for op in ops:
+        if op.action in ("restore", "keep"):
+            out[op.name] = op.value
+    return out
+
+
 def powershell_quote(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
 def apply_now(values: Mapping[str, str | None]) -> str:
-    """PowerShell line for the current console (new consoles see the registry change)."""
+    """PowerShell line for the current console (new consoles see the registry change).
+    PowerShell does not expand `%VAR%` (`$env:X = '%USERPROFILE%\\x'` would make a literal
+    folder), so such a value goes through [Environment]::ExpandEnvironmentVariables (.NET)."""
     parts = []
     for name in sorted(values):
         value = values[name]
         if value is None:
             parts.append(f"Remove-Item Env:{name} -ErrorAction SilentlyContinue")
+        elif value_type(value) == REG_EXPAND_SZ:
+            parts.append(f"$env:{name} = [Environment]::ExpandEnvironmentVariables("
+                         f"{powershell_quote(value)})")
         else:
             parts.append(f"$env:{name} = {powershell_quote(value)}")
     return "; ".join(parts)
+
+
+def priors_file() -> Any:
+    from cachedoctor.state import config_dir
+
+    return config_dir() / "env-windows-before.json"
+
+
+def load_priors() -> Priors:
+    from cachedoctor.errors import UserInputError
+    from cachedoctor.fsutil import read_json_file
+
+    path = priors_file()
+    data = read_json_file(path, "record of the variables' earlier values")
+    if data is None:
+        return {}
+    try:
+        return {name: Prior(p["value"], p["type"], p["ours"]) for name, p in data.items()}
+    except (TypeError, KeyError, AttributeError):
+        raise UserInputError(f"{path}: expected {{NAME: {{value, type, ours}}}}") from None
+
+
+def save_priors(priors: Mapping[str, Prior]) -> None:
+    import json
+
+    from cachedoctor.fsutil import atomic_write_text
+
+    data = {n: {"value": p.value, "type": p.type, "ours": p.ours} for n, p in sorted(priors.items())}
+    atomic_write_text(priors_file(), json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+
+
+def change(values: Mapping[str, str | None], registry: Registry, *, dry_run: bool
+           ) -> tuple[list[str], list[str], dict[str, str | None]]:
+    """Bring HKCU\\Environment to `values`: (keys changed, messages, what each name holds
+    now). Earlier values are recorded first, so a crash between the two leaves a record, never
+    a lost value."""
+    current = {name: registry.read(name) for name in values}
+    priors = load_priors()
+    ops = plan_ops(values, current, priors)
+    messages = [("would " if dry_run else "") + op.describe() for op in ops]
+    changed = [op for op in ops if op.action != "keep"]
+    if not dry_run:
+        after = next_priors(priors, values, current)
+        recorded = {**priors, **{n: p for n, p in after.items() if n not in priors}}
+        if recorded != priors:
+            save_priors(recorded)  # new records first; forgotten ones only once applied
+        if changed and not apply_ops(changed, registry):
+            messages.append("the WM_SETTINGCHANGE broadcast timed out: sign out and in to be "
+                            "sure every program sees the change")
+        if after != recorded:
+            save_priors(after)
+    return ([f"HKCU\\Environment\\{op.name}" for op in changed], messages,
+            effective_values(ops, values))
 
 
 class Registry(Protocol):
@@ -156,6 +268,8 @@ def read_persistent(name: str) -> Any:  # pragma: no cover - Windows only
 def apply_ops(ops: list[RegistryOp], registry: Registry) -> bool:
     """Run the operations, then broadcast once; returns whether the broadcast was delivered."""
     for op in ops:
+        if op.action == "keep":
+            continue
         if op.action == "delete":
             registry.delete(op.name)
         else:

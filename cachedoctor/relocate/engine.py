@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from cachedoctor.errors import CachedoctorError, OperationFailed, RefusedError
+from cachedoctor.fs import seam
+from cachedoctor.fs.probe import copy_options, verify_options
 from cachedoctor.host import Host
 from cachedoctor.links import link_kind, link_target, points_to, remove_link
 from cachedoctor.relocate import faults, journal, methods, settle
@@ -73,21 +75,13 @@ def _fsync_parent(path: str) -> None:
 
 def _rename(src: str, dst: str, label: str) -> None:
     faults.point(label)
-    os.rename(src, dst)
+    seam.rename(src, dst)  # Windows: retried while another program holds it
     _fsync_parent(dst)
     faults.point(label + "-done")
 
 
 def _is_real_dir(path: str) -> bool:
     return link_kind(path) is None and os.path.isdir(path)
-
-
-def _tolerance(path: str) -> int:
-    from cachedoctor.drives import drive_of
-    from cachedoctor.relocate.plan import mtime_tolerance_ns
-
-    drive = drive_of(path)
-    return mtime_tolerance_ns(drive.fstype) if drive else 1_000
 
 
 def _remove_empty_parents(path: str, stop: str) -> None:
@@ -208,7 +202,7 @@ def _copy_pair(op: Operation, pair: Pair, progress: ProgressCallback | None) -> 
         if settle.load(op.id, index) is None:
             settle.save(op.id, index, settle.digests(src))
         problems = verify_tree(src, dst, content=op.verify == "hash",
-                               mtime_tolerance_ns=_tolerance(dst))
+                               options=verify_options(src, dst))
         if problems:
             raise OperationFailed(
                 f"{dst} already exists but is not a copy of {src} ({problems[0]}); "
@@ -222,13 +216,13 @@ def _copy_pair(op: Operation, pair: Pair, progress: ProgressCallback | None) -> 
     os.makedirs(os.path.dirname(dst), exist_ok=True)
     # --verify size never reads the original again, and it is deleted once the move is done
     result = copy_tree(src, partial, progress=progress, durable=True,
-                       drop_source_cache=op.verify != "hash")
+                       drop_source_cache=op.verify != "hash", options=copy_options(src, partial))
     make_durable(partial)  # the copy is on stable storage before the original is touched
     # what the original holds as it is verified: a later write to it is merged, never lost
     settle.save(op.id, op.pairs.index(pair), settle.digests(src))
     faults.point("verify")
     problems = verify_tree(src, partial, content=op.verify == "hash",
-                           mtime_tolerance_ns=_tolerance(partial))
+                           options=verify_options(src, partial))
     if problems:
         raise _VerifyFailed(problems)
     _rename(partial, dst, "rename-dest")
@@ -330,7 +324,7 @@ def _rollback_pairs(op: Operation, host: Host) -> list[str]:
             remove_tree(removing)  # a rollback killed while deleting the copy: finish that
             if os.path.lexists(dst) and link_kind(dst) is None:
                 # only our own copy goes: something else put there after an interruption stays
-                if verify_tree(src, dst, content=False, mtime_tolerance_ns=_tolerance(dst)):
+                if verify_tree(src, dst, content=False, options=verify_options(src, dst)):
                     messages.append(f"left {dst} in place: it is not a copy of {src}")
                 else:
                     # renamed first, so a kill half-way leaves a folder named for what it is
@@ -406,12 +400,13 @@ def _run_restore(op: Operation, host: Host, progress: ProgressCallback | None) -
                 partial = pair.partial(op.id, "restore")
                 remove_tree(partial)
                 result = copy_tree(pair.dest, partial, progress=progress, durable=True,
-                                   drop_source_cache=op.verify != "hash")
+                                   drop_source_cache=op.verify != "hash",
+                                   options=copy_options(pair.dest, partial))
                 make_durable(partial)
                 settle.save(op.id, op.pairs.index(pair), settle.digests(pair.dest))
                 faults.point("verify")
                 problems = verify_tree(pair.dest, partial, content=op.verify == "hash",
-                                       mtime_tolerance_ns=_tolerance(partial))
+                                       options=verify_options(pair.dest, partial))
                 if problems:
                     raise _VerifyFailed(problems)
                 outcome.files += result.entries

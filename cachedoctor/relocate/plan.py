@@ -30,8 +30,6 @@ RAM_FS = {"tmpfs", "ramfs"}  # emptied at reboot
 PSEUDO_FS = {"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "securityfs", "debugfs",
              "tracefs", "pstore", "bpf", "configfs", "fusectl", "mqueue", "hugetlbfs", "autofs",
              "efivarfs", "binfmt_misc", "rpc_pipefs", "nsfs", "selinuxfs"}
-NETWORK_FS = {"nfs", "nfs4", "cifs", "smb", "smbfs", "smb3", "fuse.sshfs", "sshfs", "afpfs",
-              "davfs", "fuse.davfs2", "webdav", "fuse.rclone", "ncpfs", "glusterfs", "ceph"}
 MIN_MARGIN = 1024 * 1024
 
 
@@ -154,14 +152,6 @@ def base_folder(dest_root: str, profile: Profile, location: Location) -> str:
 
 def _is_ours(path: str) -> bool:
     return ".cachedoctor-old-" in path or ".cachedoctor-partial-" in path
-
-
-def mtime_tolerance_ns(fstype: str) -> int:
-    if fstype.lower() in {"vfat", "msdos", "exfat", "fat", "fat32"}:
-        return 2_000_000_000
-    if fstype.lower() in {"ext4", "ext3", "tmpfs", "xfs", "btrfs", "zfs", "apfs", "f2fs"}:
-        return 0
-    return 1_000  # NTFS, 9p/drvfs: 100 ns units
 
 
 def plan_move(profile: Profile, location: Location, host: Host, dest: str, *,
@@ -391,6 +381,7 @@ def _check_encodable(path: str, what: str) -> None:
 def _preflight(plan: MovePlan, profile: Profile, host: Host, *, force: bool,
                check_not_protected: Any, is_within: Any) -> None:
     from cachedoctor.drives import drive_of, nearest_existing, same_filesystem
+    from cachedoctor.fs.probe import assess, probe_near
     from cachedoctor.relocate.copy import survey
 
     op = plan.op
@@ -424,9 +415,9 @@ def _preflight(plan: MovePlan, profile: Profile, host: Host, *, force: bool,
             raise RefusedError(f"{op.dest_root} is on {drive.fstype} at {drive.mount}, a kernel "
                                "interface, not a drive: it cannot hold a cache",
                                hint="choose a folder on a real drive")
-        if drive.fstype.lower() in NETWORK_FS:
-            raise RefusedError(f"{op.dest_root} is on a network filesystem ({drive.fstype}); "
-                               "caches need a local drive")
+        if drive.remote:
+            raise RefusedError(f"{op.dest_root} is on a network drive ({drive.fstype}, "
+                               f"{drive.device}); caches need a local drive")
         if "ro" in drive.options:
             raise RefusedError(f"{drive.mount} is mounted read-only")
         if drive.fstype.lower() in RAM_FS:
@@ -435,15 +426,24 @@ def _preflight(plan: MovePlan, profile: Profile, host: Host, *, force: bool,
         plan.free_bytes = drive.free_bytes
     unreadable: list[str] = []
     needed_inodes = 0
+    caps, refusals = probe_near(op.base), []  # what DEST can hold, tried there (fs.probe)
+    requires = profile.require_location(op.location).requires
     for pair in op.pairs:
-        result = survey(pair.source)
+        result = survey(pair.source, caps.look_for())
         plan.surveys[pair.source] = result
         unreadable += result.unreadable
         if result.skipped:
             plan.warnings.append(f"{len(result.skipped)} socket(s) under {pair.source} are not copied")
         if not pair.same_fs:
-            plan.needed_bytes += result.allocated_bytes
+            verdict = assess(result, caps, requires, what=f"the {profile.name} cache ({op.location})",
+                             dest=op.dest_root, dest_folder=pair.dest if host.is_windows else None)
+            refusals += verdict.refusals
+            plan.warnings += [w for w in verdict.losses if w not in plan.warnings]
+            plan.needed_bytes += result.allocated_bytes + verdict.extra_bytes
             needed_inodes += result.files + result.dirs
+    if refusals:
+        raise RefusedError("cannot move this cache there; nothing was changed:\n  " + "\n  ".join(refusals),
+                           hint="choose a destination on another filesystem (NTFS, ext4, APFS...)")
     if unreadable:
         shown = "\n  ".join(unreadable[:10])
         more = f"\n  ... and {len(unreadable) - 10} more" if len(unreadable) > 10 else ""

@@ -2,37 +2,69 @@
 
 Linux (and WSL): cachedoctor's own file `cachedoctor.json` in the browser's managed-policy folder
 (needs root). `CACHEDOCTOR_SYSTEM_ROOT` prefixes system folders, for tests only.
-Windows: the registry value under `HKLM\\SOFTWARE\\Policies\\...` (needs an administrator),
-through `winreg`, imported lazily. macOS needs a configuration profile, which cachedoctor does
-not write: the policy method is refused there.
+Windows: a registry value under `Software\\Policies\\...`. Chromium reads both hives, machine
+first (policy_loader_win.cc `kHives`), so the per-user `HKCU` value is written, which needs no
+administrator; only when `HKLM` already sets the policy (and would win) is `HKLM` the one to
+change, which needs an elevated terminal and applies to every user of the computer. The right
+to write is checked before anything is copied (`check_supported`), and a registry failure is a
+clear message, never a traceback. The registry is reached through `PolicyRegistry`
+(`winreg`, imported lazily; tests give a double with HKCU/HKLM access rights).
+macOS needs a configuration profile, which cachedoctor does not write: the policy method is
+refused there.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from cachedoctor.drives import nearest_existing
-from cachedoctor.errors import RefusedError
+from cachedoctor.errors import OperationFailed, RefusedError
 from cachedoctor.host import Host
 from cachedoctor.policies import REGISTRY_KEYS, own_policy_file
+
+HKCU, HKLM = "HKEY_CURRENT_USER", "HKEY_LOCAL_MACHINE"
 
 
 @dataclass(frozen=True)
 class RegistryValue:
-    """Pure description of a registry write: HKLM\\key, value name, REG_SZ data."""
+    """Pure description of a registry write: hive\\key, value name, REG_SZ data."""
 
     key: str
     name: str
     data: str
-    hive: str = "HKEY_LOCAL_MACHINE"
+    hive: str = HKCU
     type: str = "REG_SZ"
 
     def display(self) -> str:
         return f"{self.hive}\\{self.key}\\{self.name} = {self.data!r} ({self.type})"
+
+    @property
+    def scope(self) -> str:
+        return "for every user of this computer" if self.hive == HKLM else "for you only"
+
+
+class PolicyRegistry(Protocol):
+    def read(self, hive: str, key: str, name: str) -> str | None: ...
+    def write(self, hive: str, key: str, name: str, data: str) -> None: ...
+    def delete(self, hive: str, key: str, name: str) -> None: ...
+    def writable(self, hive: str, key: str) -> bool: ...
+
+
+_registry: PolicyRegistry | None = None
+
+
+def use_registry(registry: PolicyRegistry | None) -> None:
+    """The registry the Windows policy calls use (None: the real one); for tests."""
+    global _registry
+    _registry = registry
+
+
+def _reg() -> PolicyRegistry:
+    return _registry if _registry is not None else WinPolicyRegistry()
 
 
 def policy_file(browser: str, *, root: str | None = None) -> str:
@@ -42,37 +74,59 @@ def policy_file(browser: str, *, root: str | None = None) -> str:
     return system_path(own_policy_file(browser), root)
 
 
-def registry_value(browser: str, policy: str, value: str) -> RegistryValue:
-    return RegistryValue(REGISTRY_KEYS[browser], policy, value)
+def registry_value(browser: str, policy: str, value: str, hive: str = HKCU) -> RegistryValue:
+    return RegistryValue(REGISTRY_KEYS[browser], policy, value, hive)
+
+
+def target(browser: str, policy: str, value: str = "") -> RegistryValue:
+    """Where the policy is written: HKCU, unless HKLM already sets it (HKLM wins there)."""
+    machine = registry_value(browser, policy, value, HKLM)
+    if _reg().read(HKLM, machine.key, policy) is not None:
+        return machine
+    return registry_value(browser, policy, value, HKCU)
 
 
 def describe(browser: str, policy: str, value: str, host: Host) -> str:
     if host.is_windows:
-        return f"set the registry value {registry_value(browser, policy, value).display()}"
+        where = target(browser, policy, value)
+        return f"set the registry value {where.display()} ({where.scope})"
     return f"write {policy} = {value!r} into {policy_file(browser)}"
 
 
-def check_supported(host: Host, browser: str) -> None:
+def check_supported(host: Host, browser: str, policy: str = "DiskCacheDir") -> None:
     if host.os == "macos":
         raise RefusedError(
             "the policy method is not available on macOS: Chrome reads managed policies from a "
             "configuration profile there, which cachedoctor does not install",
             hint="use --method link",
         )
-    if not host.is_windows:
-        target = policy_file(browser)
-        existing = nearest_existing(os.path.dirname(target))
-        if not os.access(existing, os.W_OK):
+    if host.is_windows:
+        where = target(browser, policy)
+        if not _reg().writable(where.hive, where.key):
+            held = _reg().read(where.hive, where.key, policy)
             raise RefusedError(
-                f"writing the browser policy file {target} needs root",
-                hint="run the same command with sudo, or use --method link",
-            )
+                f"{where.hive}\\{where.key}\\{policy} is set to {held!r} and takes precedence "
+                "over a per-user policy; changing it needs an administrator and applies to "
+                "every user of this computer" if where.hive == HKLM else
+                f"cannot write {where.hive}\\{where.key} (access denied); nothing was changed",
+                hint="run the command from an administrator terminal, or use --method link")
+        return
+    file = policy_file(browser)
+    existing = nearest_existing(os.path.dirname(file))
+    if not os.access(existing, os.W_OK):
+        raise RefusedError(
+            f"writing the browser policy file {file} needs root",
+            hint="run the same command with sudo, or use --method link",
+        )
 
 
 def read_current(browser: str, policy: str, host: Host) -> str | None:
-    """The current state to restore later: file text (Linux) or the value's data (Windows)."""
-    if host.is_windows:  # pragma: no cover - Windows only
-        return _win_query(registry_value(browser, policy, ""))
+    """The current state to restore later: file text (Linux), or (Windows) the hive written to
+    and the data it held there, as JSON."""
+    if host.is_windows:
+        where = target(browser, policy)
+        return json.dumps({"hive": where.hive,
+                           "data": _reg().read(where.hive, where.key, policy)})
     try:
         with open(policy_file(browser), encoding="utf-8") as fh:
             return fh.read()
@@ -82,29 +136,35 @@ def read_current(browser: str, policy: str, host: Host) -> str | None:
 
 def apply(browser: str, policy: str, value: str, host: Host) -> None:
     """Set the policy (idempotent)."""
-    if host.is_windows:  # pragma: no cover - Windows only
-        _win_set(registry_value(browser, policy, value))
+    if host.is_windows:
+        where = target(browser, policy, value)
+        _registry_call(where, lambda reg: reg.write(where.hive, where.key, policy, value))
         return
     from cachedoctor.fsutil import atomic_write_text
 
-    target = policy_file(browser)
+    file = policy_file(browser)
     data: dict[str, Any] = {}
     try:
-        with open(target, encoding="utf-8") as fh:
+        with open(file, encoding="utf-8") as fh:
             loaded = json.load(fh)
             if isinstance(loaded, dict):
                 data = loaded
     except (FileNotFoundError, ValueError):
         pass
     data[policy] = value
-    os.makedirs(os.path.dirname(target), mode=0o755, exist_ok=True)
-    atomic_write_text(target, json.dumps(data, indent=2) + "\n", mode=0o644)
+    os.makedirs(os.path.dirname(file), mode=0o755, exist_ok=True)
+    atomic_write_text(file, json.dumps(data, indent=2) + "\n", mode=0o644)
 
 
 def revert(browser: str, policy: str, before: str | None, host: Host) -> None:
     """Put back what was there before `apply` (remove our file or value if there was none)."""
-    if host.is_windows:  # pragma: no cover - Windows only
-        _win_restore(registry_value(browser, policy, before or ""), before)
+    if host.is_windows:
+        hive, old = _before(before)
+        where = registry_value(browser, policy, old or "", hive)
+        if old is None:
+            _registry_call(where, lambda reg: reg.delete(hive, where.key, policy))
+        else:
+            _registry_call(where, lambda reg: reg.write(hive, where.key, policy, old))
         return
     from cachedoctor.fsutil import atomic_write_text
 
@@ -128,9 +188,13 @@ def revert(browser: str, policy: str, before: str | None, host: Host) -> None:
 
 
 def current_value(browser: str, policy: str, host: Host) -> str | None:
-    """The value the browser will read (for checking that the policy took)."""
-    if host.is_windows:  # pragma: no cover - Windows only
-        return _win_query(registry_value(browser, policy, ""))
+    """The value the browser will read (for checking that the policy took): HKLM wins."""
+    if host.is_windows:
+        for hive in (HKLM, HKCU):
+            data = _reg().read(hive, REGISTRY_KEYS[browser], policy)
+            if data is not None:
+                return data
+        return None
     try:
         with open(policy_file(browser), encoding="utf-8") as fh:
             data = json.load(fh)
@@ -140,39 +204,75 @@ def current_value(browser: str, policy: str, host: Host) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _win_query(value: RegistryValue) -> str | None:  # pragma: no cover - Windows only
-    winreg = _winreg()
-
+def _before(before: str | None) -> tuple[str, str | None]:
+    """(hive, data) recorded by `read_current`; a bare string (older records) was HKLM's."""
+    if before is None:
+        return HKLM, None
     try:
-        with winreg.OpenKey(winreg.HKEY_LOCAL_MACHINE, value.key) as key:
-            data, _type = winreg.QueryValueEx(key, value.name)
-            return str(data)
-    except FileNotFoundError:
-        return None
+        recorded = json.loads(before)
+    except ValueError:
+        return HKLM, before
+    if isinstance(recorded, dict) and recorded.get("hive") in (HKCU, HKLM):
+        data = recorded.get("data")
+        return str(recorded["hive"]), data if isinstance(data, str) else None
+    return HKLM, before
 
 
-def _win_set(value: RegistryValue) -> None:  # pragma: no cover - Windows only
-    winreg = _winreg()
-
+def _registry_call(where: RegistryValue, call: Callable[[PolicyRegistry], None]) -> None:
     try:
-        with winreg.CreateKeyEx(winreg.HKEY_LOCAL_MACHINE, value.key, 0, winreg.KEY_SET_VALUE) as key:
-            winreg.SetValueEx(key, value.name, 0, winreg.REG_SZ, value.data)
+        call(_reg())
     except PermissionError:
         raise RefusedError(
-            f"setting {value.display()} needs an administrator",
+            f"changing {where.hive}\\{where.key}\\{where.name} needs an administrator"
+            + (" (it applies to every user of this computer)" if where.hive == HKLM else ""),
             hint="run the command from an administrator terminal, or use --method link",
         ) from None
+    except OSError as exc:
+        raise OperationFailed(f"the registry refused {where.display()}: {exc.strerror or exc}") from None
 
 
-def _win_restore(value: RegistryValue, before: str | None) -> None:  # pragma: no cover
-    winreg = _winreg()
+class WinPolicyRegistry:  # pragma: no cover - Windows only
+    """`Software\\Policies` through winreg."""
 
-    with winreg.CreateKeyEx(winreg.HKEY_LOCAL_MACHINE, value.key, 0, winreg.KEY_SET_VALUE) as key:
-        if before is None:
-            with contextlib.suppress(FileNotFoundError):
-                winreg.DeleteValue(key, value.name)
-        else:
-            winreg.SetValueEx(key, value.name, 0, winreg.REG_SZ, before)
+    def read(self, hive: str, key: str, name: str) -> str | None:
+        winreg = _winreg()
+        try:
+            with winreg.OpenKey(getattr(winreg, hive), key) as handle:
+                data, _type = winreg.QueryValueEx(handle, name)
+                return str(data)
+        except OSError:
+            return None
+
+    def write(self, hive: str, key: str, name: str, data: str) -> None:
+        winreg = _winreg()
+        with winreg.CreateKeyEx(getattr(winreg, hive), key, 0, winreg.KEY_SET_VALUE) as handle:
+            winreg.SetValueEx(handle, name, 0, winreg.REG_SZ, data)
+
+    def delete(self, hive: str, key: str, name: str) -> None:
+        winreg = _winreg()
+        try:
+            with winreg.OpenKey(getattr(winreg, hive), key, 0, winreg.KEY_SET_VALUE) as handle:
+                winreg.DeleteValue(handle, name)
+        except FileNotFoundError:
+            pass
+
+    def writable(self, hive: str, key: str) -> bool:
+        """May this process write `key` (or create it below its nearest existing parent)?
+        Asked of the registry itself: an access check, nothing is created."""
+        winreg = _winreg()
+        root = getattr(winreg, hive)
+        parts = key.split("\\")
+        for depth in range(len(parts), 0, -1):
+            sub = "\\".join(parts[:depth])
+            access = winreg.KEY_SET_VALUE if depth == len(parts) else winreg.KEY_CREATE_SUB_KEY
+            try:
+                with winreg.OpenKey(root, sub, 0, access):
+                    return True
+            except PermissionError:
+                return False
+            except FileNotFoundError:
+                continue
+        return False
 
 
 def _winreg() -> Any:  # pragma: no cover - Windows only

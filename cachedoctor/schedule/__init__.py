@@ -80,7 +80,50 @@ def backends_for(host: Host) -> tuple[BackendName, ...]:
         return ("schtasks",)
     if host.os == "macos":
         return ("launchd", "cron")
+    if host.os == "wsl":  # Windows' own scheduler first: WSL stops an idle VM at night
+        return ("schtasks", "systemd", "cron")
     return ("systemd", "cron")
+
+
+def _schtasks_exe(host: Host) -> str | None:
+    """How to reach Task Scheduler: `schtasks` on Windows, `schtasks.exe` through WSL's interop;
+    None where there is neither."""
+    if host.os == "windows":
+        return "schtasks"
+    if host.os == "wsl":
+        return shutil.which("schtasks.exe") and "schtasks.exe"
+    return None
+
+
+def schtasks_plan(job: Job, host: Host) -> tuple[Path, str, list[str]]:
+    """(where the task XML is written, the XML, the command that registers it)."""
+    from cachedoctor.state import config_dir
+
+    path = config_dir() / "schedule-task.xml"
+    if host.os == "wsl":
+        distro = host.wsl_distro
+        if not distro:
+            raise OperationFailed("WSL_DISTRO_NAME is not set: cannot name this distribution "
+                                  "for wsl.exe -d", hint="run it from a WSL shell")
+        xml = schtasks.task_xml(job, schtasks.wsl_action(job, distro), logon="InteractiveToken")
+        windows = _windows_path_of(str(path))
+        return path, xml, schtasks.create_command(windows, "schtasks.exe")
+    user = host.getenv("USERNAME")
+    domain = host.getenv("USERDOMAIN")
+    xml = schtasks.task_xml(job, schtasks.native_action(job), logon="S4U",
+                            user=f"{domain}\\{user}" if user and domain else user)
+    return path, xml, schtasks.create_command(str(path))
+
+
+def _windows_path_of(path: str) -> str:
+    """`wslpath -w`: a WSL path as Windows programs reach it (\\\\wsl.localhost\\<distro>\\...)."""
+    tool = shutil.which("wslpath")
+    if tool is not None:
+        done = subprocess.run([tool, "-w", path], capture_output=True, text=True, timeout=10,
+                              check=False)
+        if done.returncode == 0 and done.stdout.strip():
+            return done.stdout.strip()
+    raise OperationFailed(f"cannot name {path} for Windows: wslpath -w failed")
 
 
 def pick_backend(requested: str, host: Host) -> BackendName:
@@ -91,7 +134,7 @@ def pick_backend(requested: str, host: Host) -> BackendName:
         if requested not in backends_for(host):
             raise UserInputError(f"the {requested} backend is not available on {host.os}")
         return requested  # type: ignore[return-value]
-    if host.os == "windows":
+    if _schtasks_exe(host):
         return "schtasks"
     if host.os == "macos":
         return "launchd"
@@ -161,8 +204,12 @@ def state_of(backend: BackendName, host: Host) -> dict[str, Any]:
             state.update(installed=True, files={str(path): path.read_text(encoding="utf-8")})
         except FileNotFoundError:
             state.update(files={})
-    elif backend == "schtasks" and host.os == "windows" and os.name == "nt":  # pragma: no cover
-        proc = subprocess.run(schtasks.query_command(), capture_output=True, text=True, check=False)
+    elif backend == "schtasks" and (exe := _schtasks_exe(host)):
+        try:
+            proc = subprocess.run(schtasks.query_command(exe), capture_output=True, text=True,
+                                  timeout=60, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise OperationFailed(f"`{exe}` could not run: {exc}") from None
         state.update(installed=proc.returncode == 0, query=proc.stdout)
     if state["installed"]:
         state["job"] = _jobs().get(backend)
@@ -199,7 +246,7 @@ def install_schedule(
     elif backend == "launchd":
         _install_launchd(job, host, result, enable=enable)
     else:
-        _run_windows(schtasks.create_command(job), result)
+        _install_schtasks(job, host, result)
     _save_job(backend, job)
     if record:
         from cachedoctor import history
@@ -242,7 +289,7 @@ def remove_schedule(
             plist.unlink()
             result.files.append(str(plist))
     else:
-        _run_windows(schtasks.delete_command(), result)
+        _run(schtasks.delete_command(_need_schtasks(host)), result, check=False)
     _save_job(backend, None)
     if record and before.get("installed"):
         from cachedoctor import history
@@ -378,7 +425,23 @@ def _run(argv: Sequence[str], result: Installed, *, check: bool) -> None:
         raise OperationFailed(f"`{' '.join(argv)}` failed: {(proc.stdout + proc.stderr).strip()}")
 
 
-def _run_windows(argv: list[str], result: Installed) -> None:
-    if os.name != "nt":
-        raise OperationFailed("the schtasks backend runs only on Windows")
-    _run(argv, result, check=True)  # pragma: no cover - Windows only
+def _need_schtasks(host: Host) -> str:
+    exe = _schtasks_exe(host)
+    if exe is None:
+        raise OperationFailed("the schtasks backend runs only on Windows, or in WSL with "
+                              "its Windows interop (schtasks.exe not found)")
+    return exe
+
+
+def _install_schtasks(job: Job, host: Host, result: Installed) -> None:
+    from cachedoctor.fsutil import atomic_write_bytes
+
+    _need_schtasks(host)
+    path, xml, command = schtasks_plan(job, host)
+    atomic_write_bytes(path, schtasks.xml_bytes(xml), mode=0o644)
+    result.files.append(str(path))
+    _run(command, result, check=True)
+    if host.os == "wsl":
+        result.notes.append(
+            f"Windows' Task Scheduler runs `wsl.exe -d {host.wsl_distro} -- ...` while you are "
+            "logged on: WSL stops an idle VM, so cron inside it would not run at night")

@@ -1,37 +1,115 @@
-"""Windows Task Scheduler through `schtasks.exe` (pure command construction; run on Windows)."""
+"""Windows Task Scheduler through `schtasks.exe /Create /XML` (pure construction; run on Windows,
+or from WSL through interop as `schtasks.exe`).
+
+`schtasks /Create /SC ... /TR ...` alone gives a task that runs only while the user is logged on
+(no /RU: TASK_LOGON_INTERACTIVE_TOKEN), skips runs missed while the computer was off
+(StartWhenAvailable defaults to false) and does not start on battery
+(DisallowStartIfOnBatteries defaults to true); it sets none of these. The task definition is
+therefore written as Task Scheduler XML (learn.microsoft.com, Task Scheduler Schema):
+`StartWhenAvailable`, `DisallowStartIfOnBatteries`/`StopIfGoingOnBatteries` false, `Hidden`,
+`MultipleInstancesPolicy` IgnoreNew, a time limit, and
+
+* native Windows: `LogonType` S4U, "run whether the user is logged on or not" without storing
+  a password (no network access and no encrypted files, which a local cleanup needs neither);
+  it runs in a non-interactive desktop, so no console window appears;
+* WSL: the task runs `wsl.exe -d <distro> -- <cachedoctor> clean --scheduled` (WSL stops an
+  idle VM after `vmIdleTimeout`, so cron inside the distribution does not run at night), as
+  `InteractiveToken`: WSL needs the user's session.
+"""
 
 from __future__ import annotations
 
 import subprocess
+from dataclasses import dataclass
+from xml.sax.saxutils import escape
 
-from cachedoctor.schedule.model import JOB_NAME, WEEKDAY, Job
+from cachedoctor.schedule.model import JOB_NAME, Job
 
 TASK = JOB_NAME
+NAMESPACE = "http://schemas.microsoft.com/windows/2004/02/mit/task"
+_START_DATE = "2024-01-01"  # any past day: the trigger repeats from there
+
+
+@dataclass(frozen=True)
+class Action:
+    """What the task starts: a program and its Windows command line of arguments."""
+
+    command: str
+    arguments: str
+
+
+def native_action(job: Job) -> Action:
+    return Action(job.argv[0], subprocess.list2cmdline(list(job.argv[1:])))
+
+
+def wsl_action(job: Job, distro: str) -> Action:
+    """`wsl.exe -d <distro> -- argv...`: `--` passes the rest as the command line to run."""
+    return Action("wsl.exe", subprocess.list2cmdline(["-d", distro, "--", *job.argv]))
 
 
 def task_command_line(job: Job) -> str:
-    """The /TR value: the command line, with the executable quoted when it has spaces."""
+    """The whole command line the task runs (for previews)."""
     return subprocess.list2cmdline(list(job.argv))
 
 
-def create_command(job: Job) -> list[str]:
+def _trigger(job: Job) -> str:
     s = job.schedule
-    argv = ["schtasks", "/Create"]
     if s.every == "hourly":
-        argv += ["/SC", "HOURLY", "/MO", "1"]
-        start = f"00:{s.minute:02d}"
-    elif s.every == "weekly":
-        argv += ["/SC", "WEEKLY", "/D", WEEKDAY.upper()]
-        start = s.at
-    else:
-        argv += ["/SC", "DAILY"]
-        start = s.at
-    return [*argv, "/TN", TASK, "/TR", task_command_line(job), "/ST", start, "/F"]
+        return (f"<CalendarTrigger><StartBoundary>{_START_DATE}T00:{s.minute:02d}:00"
+                "</StartBoundary><Enabled>true</Enabled><Repetition><Interval>PT1H</Interval>"
+                "<Duration>P1D</Duration><StopAtDurationEnd>false</StopAtDurationEnd>"
+                "</Repetition><ScheduleByDay><DaysInterval>1</DaysInterval></ScheduleByDay>"
+                "</CalendarTrigger>")
+    start = f"<StartBoundary>{_START_DATE}T{s.at}:00</StartBoundary><Enabled>true</Enabled>"
+    if s.every == "weekly":
+        return (f"<CalendarTrigger>{start}<ScheduleByWeek><WeeksInterval>1</WeeksInterval>"
+                "<DaysOfWeek><Monday /></DaysOfWeek></ScheduleByWeek></CalendarTrigger>")
+    return (f"<CalendarTrigger>{start}<ScheduleByDay><DaysInterval>1</DaysInterval>"
+            "</ScheduleByDay></CalendarTrigger>")
 
 
-def delete_command() -> list[str]:
-    return ["schtasks", "/Delete", "/TN", TASK, "/F"]
+def task_xml(job: Job, action: Action, *, logon: str, user: str | None = None) -> str:
+    """The task definition (Task Scheduler Schema 1.2)."""
+    user_id = f"<UserId>{escape(user)}</UserId>" if user else ""
+    return (
+        '<?xml version="1.0" encoding="UTF-16"?>\n'
+        f'<Task version="1.2" xmlns="{NAMESPACE}">\n'
+        "  <RegistrationInfo><Description>cachedoctor: scheduled cache cleanup "
+        f"({escape(job.schedule.describe())})</Description>"
+        f"<URI>\\{TASK}</URI></RegistrationInfo>\n"
+        f"  <Triggers>{_trigger(job)}</Triggers>\n"
+        f'  <Principals><Principal id="Author">{user_id}<LogonType>{logon}</LogonType>'
+        "<RunLevel>LeastPrivilege</RunLevel></Principal></Principals>\n"
+        "  <Settings>"
+        "<MultipleInstancesPolicy>IgnoreNew</MultipleInstancesPolicy>"
+        "<DisallowStartIfOnBatteries>false</DisallowStartIfOnBatteries>"
+        "<StopIfGoingOnBatteries>false</StopIfGoingOnBatteries>"
+        "<StartWhenAvailable>true</StartWhenAvailable>"
+        "<RunOnlyIfNetworkAvailable>false</RunOnlyIfNetworkAvailable>"
+        "<IdleSettings><StopOnIdleEnd>false</StopOnIdleEnd><RestartOnIdle>false</RestartOnIdle>"
+        "</IdleSettings>"
+        "<Hidden>true</Hidden>"
+        "<ExecutionTimeLimit>PT2H</ExecutionTimeLimit>"
+        "<Enabled>true</Enabled>"
+        "</Settings>\n"
+        f'  <Actions Context="Author"><Exec><Command>{escape(action.command)}</Command>'
+        f"<Arguments>{escape(action.arguments)}</Arguments></Exec></Actions>\n"
+        "</Task>\n"
+    )
 
 
-def query_command() -> list[str]:
-    return ["schtasks", "/Query", "/TN", TASK, "/FO", "LIST", "/V"]
+def xml_bytes(xml: str) -> bytes:
+    """UTF-16 with a byte-order mark, as Task Scheduler writes (and `/XML` reads) its files."""
+    return xml.encode("utf-16")
+
+
+def create_command(xml_path: str, exe: str = "schtasks") -> list[str]:
+    return [exe, "/Create", "/XML", xml_path, "/TN", TASK, "/F"]
+
+
+def delete_command(exe: str = "schtasks") -> list[str]:
+    return [exe, "/Delete", "/TN", TASK, "/F"]
+
+
+def query_command(exe: str = "schtasks") -> list[str]:
+    return [exe, "/Query", "/TN", TASK, "/XML"]
