@@ -9,7 +9,7 @@ read from them (where a tool keeps its cache), never written.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +28,10 @@ class Format:
     sections: bool = False  # `section` is an INI section, not a leading key
     # several keys with one parse (big files); None: `get` is called once per key
     get_many: Callable[[str, list[KeyPath], str | None], list[Any]] | None = None
+    # What the tool makes of a value `get` returned, given the environment and home folder it
+    # runs with (npm: `${VAR}` expanded, `~/` below home); None: the value is used as it is.
+    # Arguments: value, key path, environment, home, Windows?
+    interpret: Callable[[Any, KeyPath, Mapping[str, str], str, bool], Any] | None = None
 
     @property
     def writable(self) -> bool:
@@ -40,12 +44,13 @@ PROVIDERS: dict[str, str] = {
     "yaml": "yamlfile",
     "toml": "tomlfile",
     "ini": "inifile",
-    "npmrc": "inifile",
+    "npmrc": "npmrc",
+    "keyvalue": "inifile",
     "properties": "properties",
     "xml": "xmlfile",
 }
 NAMES: tuple[str, ...] = tuple(PROVIDERS)
-WRITABLE: tuple[str, ...] = ("jsonc", "json", "yaml", "toml", "ini", "npmrc")
+WRITABLE: tuple[str, ...] = ("jsonc", "json", "yaml", "toml", "ini", "npmrc", "keyvalue")
 
 
 def get_format(name: str) -> Format:

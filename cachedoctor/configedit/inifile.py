@@ -1,7 +1,12 @@
-"""A line-based, format-preserving editor for INI files (pip.conf) and `.npmrc`.
+"""A line-based, format-preserving editor for INI files (pip.conf) and `KEY=VALUE` files.
 
 configparser drops comments and reflows the file, so edits here touch only the key's own line
 (and its continuation lines); comments, blank lines, order and spacing elsewhere are kept.
+
+`keyvalue` is the plain `KEY=VALUE` file the Go command (`go env -w`, cmd/go/internal/cfg
+`readEnvFile`) and Homebrew (`brew.env`, bin/brew `export_homebrew_env_file`) read: the value is
+everything after the first `=`, taken literally (no quotes, no comments, no expansion). `.npmrc`
+has rules of its own (cachedoctor.configedit.npmrc).
 """
 
 from __future__ import annotations
@@ -37,12 +42,12 @@ def _body(line: str) -> str:
     return line.rstrip("\r\n")
 
 
-def parse(text: str, *, npmrc: bool) -> Parsed:
+def parse(text: str, *, plain: bool) -> Parsed:
     lines = text.splitlines(keepends=True)
     entries: list[Entry] = []
     sections: dict[str, int] = {}
     section: str | None = None
-    seps = "=" if npmrc else "=:"
+    seps = "=" if plain else "=:"
     for index, raw in enumerate(lines):
         line = _body(raw)
         stripped = line.strip()
@@ -50,19 +55,19 @@ def parse(text: str, *, npmrc: bool) -> Parsed:
             stripped = stripped.lstrip("\ufeff")
         if not stripped or stripped[0] in "#;":
             continue
-        if not npmrc and line[:1] in " \t" and entries and entries[-1].line + entries[-1].count == index:
+        if not plain and line[:1] in " \t" and entries and entries[-1].line + entries[-1].count == index:
             entries[-1].count += 1  # continuation of a multi-line value
             entries[-1].value += "\n" + stripped
             continue
         match = _SECTION.match(line)
-        if match and not npmrc:
+        if match and not plain:
             section = match.group("name").strip()
             sections.setdefault(section, index)
             continue
         cut = min((p for p in (line.find(s) for s in seps) if p > 0), default=-1)
         if cut <= 0 or not line[:cut].strip():
             column = len(line) - len(line.lstrip()) + 1
-            what = "a `key=value` line or a comment" if npmrc else "a `[section]`, `key = value` or comment"
+            what = "a `KEY=VALUE` line or a comment" if plain else "a `[section]`, `key = value` or comment"
             raise ConfigSyntaxError(f"expected {what}, found {stripped[:30]!r}", index + 1, column)
         key = line[:cut].strip().lstrip("\ufeff")
         after = line[cut + 1:]
@@ -72,46 +77,57 @@ def parse(text: str, *, npmrc: bool) -> Parsed:
     return Parsed(lines, entries, sections)
 
 
-def _same_key(a: str, b: str, *, npmrc: bool) -> bool:
-    return a == b if npmrc else a.lower() == b.lower()  # configparser lower-cases option names
+def _same_key(a: str, b: str, *, plain: bool) -> bool:
+    return a == b if plain else a.lower() == b.lower()  # configparser lower-cases option names
 
 
-def _find(parsed: Parsed, section: str | None, key: str, *, npmrc: bool) -> Entry | None:
+def _find(parsed: Parsed, section: str | None, key: str, *, plain: bool) -> Entry | None:
     found = None
     for entry in parsed.entries:
-        if entry.section == section and _same_key(entry.key, key, npmrc=npmrc):
+        if entry.section == section and _same_key(entry.key, key, plain=plain):
             found = entry  # the last one wins, as in npm and pip
     return found
 
 
 def render(value: Any, *, npmrc: bool, newline: str) -> str:
+    """The text a value is stored as (what reading the key gives back)."""
+    if npmrc:
+        from cachedoctor.configedit.npmrc import stored
+
+        return stored(value)
+    return _render(value, plain=False, newline=newline)
+
+
+def _render(value: Any, *, plain: bool, newline: str) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dict):
         raise ValueError("a table of values cannot be stored in an INI key")
     if isinstance(value, list):
-        if npmrc:
-            raise ValueError("lists are not supported for .npmrc keys")
+        if plain:
+            raise ValueError("lists are not supported in a KEY=VALUE file")
         return (newline + "    ").join(str(v) for v in value)
     text = str(value)
     if "\n" in text or "\r" in text:
         raise ValueError("a value with a line break cannot be stored in an INI key")
+    if plain and text != text.strip(" \t"):
+        raise ValueError("brew drops spaces at either end of a KEY=VALUE line; this value cannot be stored")
     return text
 
 
-def get_value(text: str, section: str | None, key: str, *, npmrc: bool) -> str:
-    entry = _find(parse(text, npmrc=npmrc), section, key, npmrc=npmrc)
+def get_value(text: str, section: str | None, key: str, *, plain: bool) -> str:
+    entry = _find(parse(text, plain=plain), section, key, plain=plain)
     if entry is None:
         raise KeyError(key)
     return entry.value
 
 
-def set_value(text: str, section: str | None, key: str, value: Any, *, npmrc: bool) -> str:
+def set_value(text: str, section: str | None, key: str, value: Any, *, plain: bool) -> str:
     newline = newline_of(text)
-    parsed = parse(text, npmrc=npmrc)
-    rendered = render(value, npmrc=npmrc, newline=newline)
+    parsed = parse(text, plain=plain)
+    rendered = _render(value, plain=plain, newline=newline)
     lines = parsed.lines
-    entry = _find(parsed, section, key, npmrc=npmrc)
+    entry = _find(parsed, section, key, plain=plain)
     if entry is not None:
         if entry.value == rendered.replace(newline + "    ", "\n"):
             return text
@@ -121,7 +137,7 @@ def set_value(text: str, section: str | None, key: str, value: Any, *, npmrc: bo
         return "".join(lines)
     same_section = [e for e in parsed.entries if e.section == section]
     style = next(iter(same_section or parsed.entries), None)
-    sep = ("=" if npmrc else " = ") if style is None else _separator(style)
+    sep = ("=" if plain else " = ") if style is None else _separator(style)
     new_line = f"{key}{sep}{rendered}{newline}"
     if same_section:
         at = same_section[-1].line + same_section[-1].count
@@ -145,24 +161,24 @@ def _separator(entry: Entry) -> str:
     return match.group() if match else " = "
 
 
-def remove_value(text: str, section: str | None, key: str, *, npmrc: bool) -> str:
-    parsed = parse(text, npmrc=npmrc)
-    entry = _find(parsed, section, key, npmrc=npmrc)
+def remove_value(text: str, section: str | None, key: str, *, plain: bool) -> str:
+    parsed = parse(text, plain=plain)
+    entry = _find(parsed, section, key, plain=plain)
     if entry is None:
         return text
     del parsed.lines[entry.line:entry.line + entry.count]
     return "".join(parsed.lines)
 
 
-def _format(name: str, npmrc: bool) -> Format:
+def _format(name: str, plain: bool) -> Format:
     return Format(
         name,
-        get=lambda text, path, section: get_value(text, section, path[0], npmrc=npmrc),
-        set=lambda text, path, value, section: set_value(text, section, path[0], value, npmrc=npmrc),
-        remove=lambda text, path, section: remove_value(text, section, path[0], npmrc=npmrc),
+        get=lambda text, path, section: get_value(text, section, path[0], plain=plain),
+        set=lambda text, path, value, section: set_value(text, section, path[0], value, plain=plain),
+        remove=lambda text, path, section: remove_value(text, section, path[0], plain=plain),
         flat=True,
-        sections=not npmrc,
+        sections=not plain,
     )
 
 
-FORMATS = {"ini": _format("ini", False), "npmrc": _format("npmrc", True)}
+FORMATS = {"ini": _format("ini", False), "keyvalue": _format("keyvalue", True)}

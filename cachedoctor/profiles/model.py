@@ -30,9 +30,9 @@ Category = Literal[
 CATEGORIES: tuple[str, ...] = (
     "ai", "browser", "ide", "package", "build", "test", "container", "system", "other"
 )
-ConfigFormat = Literal["ini", "npmrc", "yaml", "json", "jsonc", "toml", "properties", "xml"]
+ConfigFormat = Literal["ini", "npmrc", "keyvalue", "yaml", "json", "jsonc", "toml", "properties", "xml"]
 # Formats cachedoctor can also write (format-preserving); `properties` and `xml` are read only.
-WritableFormat = Literal["ini", "npmrc", "yaml", "json", "jsonc", "toml"]
+WritableFormat = Literal["ini", "npmrc", "keyvalue", "yaml", "json", "jsonc", "toml"]
 Capability = Literal["symlinks", "hardlinks", "case_sensitive", "modes"]
 
 
