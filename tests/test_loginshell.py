@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from cachedoctor.envvars import posix, set_variables
 from cachedoctor.host import Host
 from cachedoctor.locate import loginshell, shellenv
 from cachedoctor.locate.files import LiveFiles
@@ -205,6 +206,37 @@ def test_the_answer_is_cached_until_a_start_up_file_changes(isolated_home: Path)
     # a file it sources counts too, and so does a new file the shell would read first
     write(isolated_home / ".bash_profile", "export DEMO_CACHE=/three\n")
     assert loginshell.ask(bash, shellenv.load(session, LiveFiles())).env["DEMO_CACHE"] == "/three"
+
+
+def test_block_overrides_found_before_a_move_writes_them(isolated_home: Path) -> None:
+    """A user line that runs after cachedoctor's block (later in the same file, in a file
+    read after it) wins in the real shell: `overridden_by` says so, from the files alone."""
+    bash = shell("bash")
+    host = host_for(isolated_home, bash)
+    write(isolated_home / ".profile", ". ~/.bashrc\n")
+    write(isolated_home / ".bashrc", "export PIP_CACHE_DIR=/mine-before\n")
+    set_variables({"PIP_CACHE_DIR": "/dest"}, host=host)  # both files get the block
+    assert posix.overridden_by(["PIP_CACHE_DIR"], host, LiveFiles()) == {}
+    assert real_value(isolated_home, bash, "PIP_CACHE_DIR") == "/dest"
+    write(isolated_home / ".config/late.sh", "export PIP_CACHE_DIR=/mine-after\n")
+    with (isolated_home / ".profile").open("a") as fh:
+        fh.write(". ~/.config/late.sh\n")  # after .profile's block: its line runs last
+    found = posix.overridden_by(["PIP_CACHE_DIR", "OTHER"], host, LiveFiles())
+    assert [a.origin for a in found["PIP_CACHE_DIR"]] == ["~/.config/late.sh:1"]
+    assert real_value(isolated_home, bash, "PIP_CACHE_DIR") == "/mine-after"
+    # fish: the block is last in config.fish; a line appended after it wins again
+    fish = shell("fish")
+    fish_host = host_for(isolated_home, fish)
+    config = write(isolated_home / ".config/fish/config.fish", "set -gx PIP_CACHE_DIR /early\n")
+    set_variables({"PIP_CACHE_DIR": "/dest"}, host=fish_host)
+    assert posix.overridden_by(["PIP_CACHE_DIR"], fish_host, LiveFiles()) == {}
+    assert real_value(isolated_home, fish, "PIP_CACHE_DIR") == "/dest"
+    with config.open("a") as fh:
+        fh.write("set -e PIP_CACHE_DIR\n")
+    found = posix.overridden_by(["PIP_CACHE_DIR"], fish_host, LiveFiles())
+    assert [(a.origin, a.value) for a in found["PIP_CACHE_DIR"]] == [
+        ("~/.config/fish/config.fish:6", None)]
+    assert real_value(isolated_home, fish, "PIP_CACHE_DIR") is None
 
 
 def test_where_names_the_login_shell_and_the_line(isolated_home: Path, tmp_path: Path) -> None:
