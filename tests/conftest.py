@@ -113,7 +113,7 @@ def isolated_home(
     # Tests of the login shell itself unset CACHEDOCTOR_NO_SHELL and name their shell.
     monkeypatch.setenv("SHELL", "/bin/sh")
     monkeypatch.setenv("CACHEDOCTOR_NO_SHELL", "1")
-    monkeypatch.setattr("cachedoctor.locate.loginshell.passwd_shell", lambda: "/bin/sh")
+    monkeypatch.setattr("cachedoctor.locate.loginshell.passwd_entry", lambda: ("/bin/sh", "/nonexistent"))
     if IS_WINDOWS:  # pragma: no cover
         local, roaming = home / "AppData" / "Local", home / "AppData" / "Roaming"
         temp = local / "Temp"

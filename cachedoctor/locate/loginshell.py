@@ -1,8 +1,8 @@
 """The environment a new session really gets, asked of the user's login shell.
 
 Reading start-up files cannot know what a shell does with them (`if`s, functions, files it
-sources, what /etc/profile.d adds), so the login shell itself (`$SHELL`, else the passwd
-entry; one of `shellenv.SHELLS`) is run the way a new terminal runs it, `SHELL -l -i -c`,
+sources, what /etc/profile.d adds), so the login shell itself (`login_shell`: the passwd
+entry, or `$SHELL`; one of `shellenv.SHELLS`) is run the way a new terminal runs it, `SHELL -l -i -c`,
 and prints its environment between two random markers (what start-up files echo around
 them is ignored). It starts from what a login starts with (HOME, USER, LOGNAME, SHELL, PATH,
 TERM=dumb, LANG, and on Linux /etc/environment and environment.d), never from this
@@ -65,22 +65,26 @@ class Asked:
 
 
 def login_shell(host: Host) -> str | None:
-    """`$SHELL`, else the passwd entry of this user (for a host of this OS)."""
-    shell = host.getenv("SHELL")
-    if shell:
-        return shell
-    return passwd_shell() if host.os == current_os_name() else None
+    """The shell a new login of this user starts: the passwd entry of the user whose home this
+    is (cron and systemd put SHELL=/bin/sh in a job's environment, and `chsh` takes effect
+    at the next login, not in $SHELL), else `$SHELL`, else this user's passwd entry."""
+    entry = passwd_entry() if host.os == current_os_name() else None
+    if entry is not None and entry[0] and os.path.normpath(entry[1]) == os.path.normpath(host.home):
+        return entry[0]
+    return host.getenv("SHELL") or (entry[0] if entry is not None and entry[0] else None)
 
 
-def passwd_shell() -> str | None:
+def passwd_entry() -> tuple[str, str] | None:
+    """(shell, home) of this process's user."""
     if sys.platform == "win32":
         return None
     import pwd
 
     try:
-        return pwd.getpwuid(os.getuid()).pw_shell or None
+        found = pwd.getpwuid(os.getuid())
     except KeyError:
         return None
+    return found.pw_shell, found.pw_dir
 
 
 def shell_name(path: str | None) -> str | None:

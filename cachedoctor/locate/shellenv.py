@@ -433,17 +433,19 @@ def sh_value(raw: str, env: Mapping[str, str], home: str) -> str | None:
 
 
 class _Body:
-    """The braces of a function body being skipped."""
+    """A function body being skipped: `{ ... }` or `( ... )`, counted from its first bracket."""
 
     def __init__(self) -> None:
-        self.depth, self.opened = 0, False
+        self.depth, self.pair = 0, ""
 
     def feed(self, line: str) -> _Body | None:
         """This object while the body goes on, None after its last line."""
         stripped = line.strip()
-        self.depth += stripped.count("{") - stripped.count("}")
-        self.opened = self.opened or "{" in stripped
-        return None if self.opened and self.depth <= 0 else self
+        if not self.pair and stripped:
+            self.pair = "()" if stripped[0] == "(" else "{}"
+        if self.pair:
+            self.depth += stripped.count(self.pair[0]) - stripped.count(self.pair[1])
+        return None if self.pair and self.depth <= 0 else self
 
 
 _OPENERS = ("if", "case", "while", "until", "for", "select")
