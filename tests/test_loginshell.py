@@ -186,6 +186,20 @@ def test_missing_unknown_and_disabled_shells(isolated_home: Path) -> None:
     assert not Path(loginshell.cache_file()).exists()
 
 
+def test_another_users_start_up_files_are_not_run(isolated_home: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root to give the home folder to another user")
+    write(isolated_home / ".profile", "export DEMO_CACHE=/static\n")
+    os.chown(isolated_home, 65534, 65534)
+    try:
+        got, problems = session_env(isolated_home, shell("bash"))
+    finally:
+        os.chown(isolated_home, 0, 0)
+    assert problems == [f"{isolated_home} belongs to another user: their start-up files are "
+                        "read, not run (as this user)"]
+    assert got["DEMO_CACHE"] == ("/static", "~/.profile:1")
+
+
 def test_the_answer_is_cached_until_a_start_up_file_changes(isolated_home: Path) -> None:
     bash = shell("bash")
     profile = write(isolated_home / ".profile", "export DEMO_CACHE=/one\nexport GH_TOKEN=secret\n")

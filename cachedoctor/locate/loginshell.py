@@ -111,6 +111,15 @@ def session_of(host: Host) -> shellenv.Session:
                             {k: v for k, v in base.items() if v})
 
 
+def _someone_elses(home: str) -> bool:
+    """A home folder of another user (`sudo cachedoctor` with HOME kept): running its
+    start-up files would run that user's code as this one."""
+    try:
+        return os.stat(home).st_uid != os.geteuid()
+    except (OSError, AttributeError):
+        return False
+
+
 def _user_name() -> str:
     if sys.platform == "win32":
         return ""
@@ -137,6 +146,9 @@ def new_session(host: Host, files: FileView) -> tuple[dict[str, EnvValue], list[
             problems.append(f"your login shell {shell} is not one cachedoctor runs ("
                             f"{', '.join(sorted(shellenv.SHELLS))}); the start-up files were "
                             "read instead")
+    elif _someone_elses(host.home):
+        problems.append(f"{host.home} belongs to another user: their start-up files are read, "
+                        "not run (as this user)")
     else:
         asked = ask(login_shell(host) or "", startup)
         if asked.env is None:
