@@ -1,6 +1,8 @@
 """The live `World`: this machine's files, the environment new sessions get, services'
-environments, browser policies and cachedoctor's records, read once per command (lazily:
-a lookup nobody needs is never made)."""
+environments, browser policies and cachedoctor's records, read once per command. Services
+and policies are read lazily (a lookup nobody needs is never made); the new-session
+environment at once, because asking the login shell may end in a problem to report (it is
+cached between commands, so this costs a few `stat`s)."""
 
 from __future__ import annotations
 
