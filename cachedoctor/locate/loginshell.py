@@ -46,7 +46,7 @@ DEFAULT_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"  #
 CACHE_NAME = "login-env.json"
 _CACHE_VERSION = 1
 _MAX_OUTPUT = 4 << 20
-_SHELL_OWN = frozenset({"PWD", "OLDPWD", "SHLVL", "_"})  # set by the shell itself
+_SHELL_OWN = frozenset({"PWD", "OLDPWD", "SHLVL", "_", "A__z"})  # the shell's own (A__z: ksh93)
 # Prints os.environb NUL-separated between the markers (argv[1]); -I -S: no site, no PYTHON*.
 _PROBE = ("import os,sys;m=sys.argv[1].encode();sys.stdout.buffer.write(m+b'\\0'+b'\\0'.join("
           "k+b'='+v for k,v in os.environb.items())+b'\\0'+m)")
