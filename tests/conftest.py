@@ -163,6 +163,13 @@ def isolated_home(
     ):
         monkeypatch.setenv(var, str(home / sub))
     monkeypatch.delenv("CACHEDOCTOR_PROFILES_DIR", raising=False)
+    # The login shell decides which start-up files a new session reads and which get
+    # cachedoctor's block: plain sh for every test, whatever the developer's own shell, and
+    # the start-up files are only read (a real login shell would also run /etc/profile).
+    # Tests of the login shell itself unset CACHEDOCTOR_NO_SHELL and name their shell.
+    monkeypatch.setenv("SHELL", "/bin/sh")
+    monkeypatch.setenv("CACHEDOCTOR_NO_SHELL", "1")
+    monkeypatch.setattr("cachedoctor.locate.loginshell.passwd_entry", lambda: ("/bin/sh", "/nonexistent"))
     if IS_WINDOWS:  # pragma: no cover
         local, roaming = home / "AppData" / "Local", home / "AppData" / "Roaming"
         temp = local / "Temp"

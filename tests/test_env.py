@@ -157,18 +157,32 @@ def test_environment_d_values_read_back_by_systemd(isolated_home):
 
 
 @needs_posix_paths
-def test_fish_file_when_fish_is_configured(isolated_home):
-    (isolated_home / ".config" / "fish").mkdir(parents=True)
+def test_fish_gets_the_block_last_in_config_fish(isolated_home):
+    """fish runs conf.d/*.fish before config.fish: the block goes at the end of config.fish,
+    after the user's own lines; a block an older version wrote to conf.d is removed."""
+    fish_dir = isolated_home / ".config" / "fish"
+    (fish_dir / "conf.d").mkdir(parents=True)
+    config = fish_dir / "config.fish"
+    config.write_text("set -gx HF_HOME /mine\n")
+    old = fish_dir / "conf.d" / "cachedoctor.fish"
+    old.write_text(posix.render_block({"HF_HOME": "/older"}, "fish"))
     host = linux_host(isolated_home)
     set_variables({"HF_HOME": "it's \\ here"}, host=host)
-    fish = isolated_home / ".config" / "fish" / "conf.d" / "cachedoctor.fish"
-    assert "set -gx HF_HOME 'it\\'s \\\\ here'\n" in fish.read_text()
+    assert config.read_text().startswith("set -gx HF_HOME /mine\n" + posix.BEGIN)
+    assert "set -gx HF_HOME 'it\\'s \\\\ here'\n" in config.read_text()
+    assert not old.exists()
     if shutil.which("fish"):
-        out = subprocess.run(["fish", "-c", f"source {fish}; printf %s $HF_HOME"],
-                             capture_output=True, text=True)
+        out = subprocess.run(["fish", "-l", "-c", "printf %s $HF_HOME"], capture_output=True,
+                             text=True, env={**os.environ, "HOME": str(isolated_home)})
         assert out.stdout == "it's \\ here"
     unset_variables(["HF_HOME"], host=host)
-    assert not fish.exists()
+    assert config.read_text() == "set -gx HF_HOME /mine\n"
+    # no config.fish yet: cachedoctor creates it and deletes it again with the last variable
+    config.unlink()
+    set_variables({"HF_HOME": "/x"}, host=host)
+    assert posix.BEGIN in config.read_text()
+    unset_variables(["HF_HOME"], host=host)
+    assert not config.exists()
 
 
 def test_block_splice_is_pure_and_exact():

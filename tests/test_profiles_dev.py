@@ -354,7 +354,7 @@ def test_homebrew_knobs_ask_and_cleanup() -> None:
     cache = loc("homebrew", "cache")
     config, env = cache.relocate
     assert isinstance(config, ConfigRelocation)
-    assert (config.format, config.key) == ("npmrc", "HOMEBREW_CACHE")
+    assert (config.format, config.key) == ("keyvalue", "HOMEBREW_CACHE")
     assert resolved(config.file.for_host(HOSTS["macos"]), "macos") == ["/Users/ann/.homebrew/brew.env"]
     assert resolved(config.file.for_host(HOSTS["linux"]), "linux", XDG_CONFIG_HOME="/cfg")[0] == (
         "/cfg/homebrew/brew.env")

@@ -9,7 +9,7 @@ read from them (where a tool keeps its cache), never written.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +30,10 @@ class Format:
     get_many: Callable[[str, list[KeyPath], str | None], list[Any]] | None = None
     # what a value written by `set` reads back as (INI stores text): None, the value itself
     reads_back: Callable[[Any], Any] | None = None
+    # What the tool makes of a value `get` returned, given the environment and home folder it
+    # runs with (npm: `${VAR}` expanded, `~/` below home); None: the value is used as it is.
+    # Arguments: value, key path, environment, home, Windows?
+    interpret: Callable[[Any, KeyPath, Mapping[str, str], str, bool], Any] | None = None
 
     @property
     def writable(self) -> bool:
@@ -43,12 +47,13 @@ PROVIDERS: dict[str, str] = {
     "toml": "tomlfile",
     "ini": "inifile",
     "pipconf": "inifile",
-    "npmrc": "inifile",
+    "npmrc": "npmrc",
+    "keyvalue": "inifile",
     "properties": "properties",
     "xml": "xmlfile",
 }
 NAMES: tuple[str, ...] = tuple(PROVIDERS)
-WRITABLE: tuple[str, ...] = ("jsonc", "json", "yaml", "toml", "ini", "pipconf", "npmrc")
+WRITABLE: tuple[str, ...] = ("jsonc", "json", "yaml", "toml", "ini", "pipconf", "npmrc", "keyvalue")
 
 
 def get_format(name: str) -> Format:

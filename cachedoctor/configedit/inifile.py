@@ -1,7 +1,12 @@
-"""A line-based, format-preserving editor for INI files (pip.conf) and `.npmrc`.
+"""A line-based, format-preserving editor for INI files (pip.conf) and `KEY=VALUE` files.
 
 configparser drops comments and reflows the file, so edits here touch only the key's own line
 (and its continuation lines); comments, blank lines, order and spacing elsewhere are kept.
+
+`keyvalue` is the plain `KEY=VALUE` file the Go command (`go env -w`, cmd/go/internal/cfg
+`readEnvFile`) and Homebrew (`brew.env`, bin/brew `export_homebrew_env_file`) read: the value is
+everything after the first `=`, taken literally (no quotes, no comments, no expansion). `.npmrc`
+has rules of its own (cachedoctor.configedit.npmrc).
 """
 
 from __future__ import annotations
@@ -38,12 +43,12 @@ def _body(line: str) -> str:
     return line.rstrip("\r\n")
 
 
-def parse(text: str, *, npmrc: bool) -> Parsed:
+def parse(text: str, *, plain: bool) -> Parsed:
     lines = text.splitlines(keepends=True)
     entries: list[Entry] = []
     sections: dict[str, int] = {}
     section: str | None = None
-    seps = "=" if npmrc else "=:"
+    seps = "=" if plain else "=:"
     for index, raw in enumerate(lines):
         line = _body(raw)
         stripped = line.strip()
@@ -51,19 +56,19 @@ def parse(text: str, *, npmrc: bool) -> Parsed:
             stripped = stripped.lstrip("\ufeff")
         if not stripped or stripped[0] in "#;":
             continue
-        if not npmrc and line[:1] in " \t" and entries and entries[-1].line + entries[-1].count == index:
+        if not plain and line[:1] in " \t" and entries and entries[-1].line + entries[-1].count == index:
             entries[-1].count += 1  # continuation of a multi-line value
             entries[-1].value += "\n" + stripped
             continue
         match = _SECTION.match(line)
-        if match and not npmrc:
+        if match and not plain:
             section = match.group("name").strip()
             sections.setdefault(section, index)
             continue
         cut = min((p for p in (line.find(s) for s in seps) if p > 0), default=-1)
         if cut <= 0 or not line[:cut].strip():
             column = len(line) - len(line.lstrip()) + 1
-            what = "a `key=value` line or a comment" if npmrc else "a `[section]`, `key = value` or comment"
+            what = "a `KEY=VALUE` line or a comment" if plain else "a `[section]`, `key = value` or comment"
             raise ConfigSyntaxError(f"expected {what}, found {stripped[:30]!r}", index + 1, column)
         key = line[:cut].strip().lstrip("\ufeff")
         after = line[cut + 1:]
@@ -114,34 +119,36 @@ def _find(parsed: Parsed, section: str | None, key: str, spelling: Spelling) -> 
     return found
 
 
-def render(value: Any, *, npmrc: bool, newline: str) -> str:
+def _render(value: Any, *, plain: bool, newline: str) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dict):
         raise ValueError("a table of values cannot be stored in an INI key")
     if isinstance(value, list):
-        if npmrc:
-            raise ValueError("lists are not supported for .npmrc keys")
+        if plain:
+            raise ValueError("lists are not supported in a KEY=VALUE file")
         return (newline + "    ").join(str(v) for v in value)
     text = str(value)
     if "\n" in text or "\r" in text:
         raise ValueError("a value with a line break cannot be stored in an INI key")
+    if plain and text != text.strip(" \t"):
+        raise ValueError("brew drops spaces at either end of a KEY=VALUE line; this value cannot be stored")
     return text
 
 
-def get_value(text: str, section: str | None, key: str, *, npmrc: bool,
+def get_value(text: str, section: str | None, key: str, *, plain: bool,
               spelling: Spelling) -> str:
-    entry = _find(parse(text, npmrc=npmrc), section, key, spelling)
+    entry = _find(parse(text, plain=plain), section, key, spelling)
     if entry is None:
         raise KeyError(key)
     return entry.value
 
 
-def set_value(text: str, section: str | None, key: str, value: Any, *, npmrc: bool,
+def set_value(text: str, section: str | None, key: str, value: Any, *, plain: bool,
               spelling: Spelling) -> str:
     newline = newline_of(text)
-    parsed = parse(text, npmrc=npmrc)
-    rendered = render(value, npmrc=npmrc, newline=newline)
+    parsed = parse(text, plain=plain)
+    rendered = _render(value, plain=plain, newline=newline)
     lines = parsed.lines
     entry = _find(parsed, section, key, spelling)
     if entry is not None:
@@ -153,7 +160,7 @@ def set_value(text: str, section: str | None, key: str, value: Any, *, npmrc: bo
         return "".join(lines)
     same_section = [e for e in parsed.entries if e.section == section]
     style = next(iter(same_section or parsed.entries), None)
-    sep = ("=" if npmrc else " = ") if style is None else _separator(style)
+    sep = ("=" if plain else " = ") if style is None else _separator(style)
     new_line = f"{key}{sep}{rendered}{newline}"
     if same_section:
         at = same_section[-1].line + same_section[-1].count
@@ -177,9 +184,9 @@ def _separator(entry: Entry) -> str:
     return match.group() if match else " = "
 
 
-def remove_value(text: str, section: str | None, key: str, *, npmrc: bool,
+def remove_value(text: str, section: str | None, key: str, *, plain: bool,
                  spelling: Spelling) -> str:
-    parsed = parse(text, npmrc=npmrc)
+    parsed = parse(text, plain=plain)
     entry = _find(parsed, section, key, spelling)
     if entry is None:
         return text
@@ -187,29 +194,29 @@ def remove_value(text: str, section: str | None, key: str, *, npmrc: bool,
     return "".join(parsed.lines)
 
 
-def _format(name: str, *, npmrc: bool, spelling: Spelling, strict: bool = False) -> Format:
+def _format(name: str, *, plain: bool, spelling: Spelling, strict: bool = False) -> Format:
     def parsed_ok(text: str) -> str:
         if strict:
-            check_unique(parse(text, npmrc=npmrc), spelling)
+            check_unique(parse(text, plain=plain), spelling)
         return text
 
     return Format(
         name,
         get=lambda text, path, section: get_value(parsed_ok(text), section, path[0],
-                                                  npmrc=npmrc, spelling=spelling),
+                                                  plain=plain, spelling=spelling),
         set=lambda text, path, value, section: set_value(parsed_ok(text), section, path[0], value,
-                                                         npmrc=npmrc, spelling=spelling),
+                                                         plain=plain, spelling=spelling),
         remove=lambda text, path, section: remove_value(parsed_ok(text), section, path[0],
-                                                        npmrc=npmrc, spelling=spelling),
+                                                        plain=plain, spelling=spelling),
         flat=True,
-        sections=not npmrc,
-        reads_back=lambda value: render(value, npmrc=npmrc, newline="\n").replace("\n    ", "\n"),
+        sections=not plain,
+        reads_back=lambda value: _render(value, plain=plain, newline="\n").replace("\n    ", "\n"),
     )
 
 
 FORMATS = {
-    "ini": _format("ini", npmrc=False, spelling=str.lower),  # configparser lower-cases names
+    "ini": _format("ini", plain=False, spelling=str.lower),  # configparser lower-cases names
     # pip reads its files with configparser in strict mode: a repeated option is an error
-    "pipconf": _format("pipconf", npmrc=False, spelling=_pip_spelling, strict=True),
-    "npmrc": _format("npmrc", npmrc=True, spelling=lambda key: key),
+    "pipconf": _format("pipconf", plain=False, spelling=_pip_spelling, strict=True),
+    "keyvalue": _format("keyvalue", plain=True, spelling=lambda key: key),
 }

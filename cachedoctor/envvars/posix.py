@@ -6,19 +6,29 @@ here writes: the caller writes the planned files atomically.
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cachedoctor.host import Host
+
+if TYPE_CHECKING:
+    from cachedoctor.locate.files import FileView
+    from cachedoctor.locate.shellenv import Assignment
 
 BEGIN = "# >>> cachedoctor >>>"
 END = "# <<< cachedoctor <<<"
 NOTE = "# Managed by cachedoctor (`cachedoctor env set/unset`); edits inside this block are replaced."
 
-SHELL_FILES = (".profile", ".bash_profile", ".bashrc", ".zshrc")
+SHELL_FILES = (".profile", ".bash_profile", ".bash_login", ".bashrc", ".zshrc")
+# The file a login shell surely reads, created for the block when none of SHELL_FILES it reads
+# exists: bash reads the first of .bash_profile, .bash_login, .profile; zsh never reads .profile.
+_LOGIN_FILES = {"bash": (".bash_profile", ".bash_login", ".profile"), "sh": (".profile",),
+                "dash": (".profile",), "ksh": (".profile",), "zsh": (".zshrc",)}
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ReadFn = Callable[[Path], "str | None"]
 _ENVD_BARE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]*$")
@@ -149,6 +159,14 @@ def config_home(host: Host) -> Path:
 
 
 def fish_file(host: Host) -> Path:
+    """fish runs conf.d/*.fish first and config.fish last (fish docs, "Configuration files"):
+    the block goes at the end of config.fish, where a user's `set -gx` before it cannot win."""
+    return config_home(host) / "fish" / "config.fish"
+
+
+def old_fish_file(host: Host) -> Path:
+    """Where older versions put the fish block (conf.d runs before config.fish, so a user's
+    config.fish won): only removed now."""
     return config_home(host) / "fish" / "conf.d" / "cachedoctor.fish"
 
 
@@ -156,20 +174,31 @@ def envd_file(host: Host) -> Path:
     return config_home(host) / "environment.d" / "60-cachedoctor.conf"
 
 
-def target_files(host: Host) -> list[tuple[Path, str, bool]]:
+def target_files(host: Host, files: FileView | None = None) -> list[tuple[Path, str, bool]]:
     """(file, kind, ours) for every file that gets the block on this host.
 
-    Shell files that exist get the block; when none exists, `~/.profile` (Linux) or `~/.zshrc`
-    (macOS, whose default shell is zsh) is created. fish gets its own conf.d file when fish is
-    configured; systemd user sessions (Linux) get an environment.d file.
+    Shell files that exist get the block, and so does the file the user's login shell
+    (`$SHELL`, else the passwd entry) reads when none of those it reads exists (bash, sh, ksh:
+    `~/.profile`; zsh: `~/.zshrc`); with no file and no known shell, `~/.profile` (Linux) or
+    `~/.zshrc` (macOS, whose default shell is zsh) is created. fish gets the end of its
+    config.fish when fish is configured or is the login shell; systemd user sessions (Linux)
+    get an environment.d file. `files`: the view to look in (default: this machine).
     """
+    from cachedoctor.locate.loginshell import login_shell, shell_name
+
+    exists = files.lexists if files is not None else os.path.lexists
     home = Path(host.home)
-    shells = [(home / name, "sh", False) for name in SHELL_FILES if (home / name).exists()]
-    if not shells:
-        shells = [(home / (".zshrc" if host.os == "macos" else ".profile"), "sh", False)]
-    out = shells
-    if (config_home(host) / "fish").is_dir():
-        out.append((fish_file(host), "fish", True))
+    names = [name for name in SHELL_FILES if exists(str(home / name))]
+    shell = shell_name(login_shell(host))
+    wanted = _LOGIN_FILES.get(shell or "")
+    if wanted and not any(name in names for name in wanted):
+        names.append(wanted[-1])
+    if not names:
+        names = [".zshrc" if host.os == "macos" else ".profile"]
+    out = [(home / name, "sh", False) for name in names]
+    is_dir = files.isdir if files is not None else os.path.isdir
+    if shell == "fish" or is_dir(str(config_home(host) / "fish")):
+        out.append((fish_file(host), "fish", False))
     if host.os in ("linux", "wsl"):
         out.append((envd_file(host), "environment.d", True))
     return out
@@ -179,7 +208,26 @@ def all_files(host: Host) -> list[tuple[Path, str, bool]]:
     """Every file that may hold a block (for removal), whether or not it would get a new one."""
     home = Path(host.home)
     files = [(home / name, "sh", False) for name in SHELL_FILES]
-    return [*files, (fish_file(host), "fish", True), (envd_file(host), "environment.d", True)]
+    return [*files, (fish_file(host), "fish", False), (old_fish_file(host), "fish", True),
+            (envd_file(host), "environment.d", True)]
+
+
+def overridden_by(values: Mapping[str, str], host: Host, files: FileView
+                  ) -> dict[str, list[Assignment]]:
+    """name -> the user's own lines that the login shell runs after cachedoctor's block (as
+    setting `values` would write it) and that set (or unset) the variable again: with them, a
+    variable cachedoctor writes does not reach new sessions. Read from `files` (the world a
+    change is planned in) with the planned block written in."""
+    from cachedoctor.locate.files import OverlayFiles
+    from cachedoctor.locate.loginshell import session_of
+    from cachedoctor.locate.shellenv import later_assignments
+
+    planned = plan(values, host, lambda path: files.read_text(str(path)))
+    after = OverlayFiles(files, {str(p.path): p.after for p in planned if p.changed})
+    blocks = [str(p.path) for p in planned if p.kind in ("sh", "fish") and p.after is not None]
+    session = session_of(host)
+    found = {name: later_assignments(name, blocks, after, session) for name in values}
+    return {name: lines for name, lines in found.items() if lines}
 
 
 def plan(values: Mapping[str, str], host: Host, read: ReadFn,

@@ -39,14 +39,19 @@ def ask(spec: AskTool, host: Host, *, env: dict[str, str] | None = None) -> Answ
     if exe is None:
         return Answer(argv, None, f"{argv[0]} is not on PATH")
     try:
-        proc = subprocess.run([exe, *argv[1:]], capture_output=True, text=True, timeout=TIMEOUT,
+        proc = subprocess.run([exe, *argv[1:]], capture_output=True, timeout=TIMEOUT,
                               stdin=subprocess.DEVNULL, env=env, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
+    except subprocess.TimeoutExpired:
+        return Answer(argv, None, f"{argv[0]} did not answer within {TIMEOUT:g} s")
+    except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument or variable
         return Answer(argv, None, f"{argv[0]} could not run: {exc}")
+    # A tool may print bytes that are not UTF-8 (a Latin-1 path, a garbled locale): they are
+    # shown as U+FFFD, so such an answer names no existing folder and simply disagrees.
+    stdout, stderr = (stream.decode("utf-8", "replace") for stream in (proc.stdout, proc.stderr))
     if proc.returncode != 0:
-        detail = (proc.stderr or proc.stdout).strip().splitlines()
+        detail = (stderr or stdout).strip().splitlines()
         return Answer(argv, None, f"exit status {proc.returncode}" + (f": {detail[-1]}" if detail else ""))
-    path = parse(proc.stdout, spec.json_key)
+    path = parse(stdout, spec.json_key)
     return Answer(argv, path, None if path else "no path in its output")
 
 
@@ -56,7 +61,7 @@ def parse(output: str, json_key: str | None) -> str | None:
         return next((line.strip() for line in output.splitlines() if line.strip()), None)
     try:
         data: Any = json.loads(output)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     for part in json_key.split("."):
         if isinstance(data, list) and part.isdigit() and int(part) < len(data):

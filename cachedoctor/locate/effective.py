@@ -405,7 +405,7 @@ def setting_files(setting: ConfigSetting, host: Host) -> list[str]:
 def _read_setting(setting: Setting, host: Host, world: World, problems: list[str], *,
                   persistent: bool) -> tuple[str, Step] | None:
     if isinstance(setting, EnvSetting):
-        found = _read_env(setting, host, world, persistent=persistent)
+        found = _read_env(setting, host, world, problems, persistent=persistent)
     elif isinstance(setting, ConfigSetting):
         found = _read_config(setting, host, world, problems)
     else:
@@ -427,11 +427,12 @@ def _read_setting(setting: Setting, host: Host, world: World, problems: list[str
     return None
 
 
-def _read_env(setting: EnvSetting, host: Host, world: World, *,
+def _read_env(setting: EnvSetting, host: Host, world: World, problems: list[str], *,
               persistent: bool) -> tuple[str, Step] | None:
     unit = setting.service.systemd if setting.service is not None else None
     if unit and host.os in ("linux", "wsl"):
         service = world.service(unit)
+        problems.extend(service.problems)
         if service.file is not None:  # the service is installed: only its environment counts
             for name in setting.env:
                 if name in service.values:
@@ -472,7 +473,7 @@ def _first(value: str, separator: str | None, host: Host) -> str:
 
 def _read_config(setting: ConfigSetting, host: Host, world: World,
                  problems: list[str]) -> tuple[str, Step] | None:
-    from cachedoctor.configedit import ConfigSyntaxError, get_in_text
+    from cachedoctor.configedit import ConfigSyntaxError, get_format, get_in_text, key_path
 
     cfg = setting.config
     for path in setting_files(setting, host):
@@ -486,6 +487,11 @@ def _read_config(setting: ConfigSetting, host: Host, world: World,
         except (ConfigSyntaxError, ValueError, RecursionError) as exc:
             problems.append(f"{path}: cannot read {_key_name(cfg)}: {exc}")
             continue
+        interpret = get_format(cfg.format).interpret
+        if interpret is not None:  # the tool's own reading (npm: `${VAR}`, `~/` below home)
+            session = world.new_session_host()
+            value = interpret(value, key_path(cfg.key, section=cfg.section, fmt=cfg.format),
+                              session.env, host.home, host.is_windows)
         if setting.pick == "first" and isinstance(value, list):
             value = next((v for v in value if isinstance(v, str) and v.strip()), None)
         if not isinstance(value, str) or not value.strip():

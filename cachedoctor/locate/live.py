@@ -1,6 +1,8 @@
 """The live `World`: this machine's files, the environment new sessions get, services'
-environments, browser policies and cachedoctor's records, read once per command (lazily:
-a lookup nobody needs is never made)."""
+environments, browser policies and cachedoctor's records, read once per command. Services
+and policies are read lazily (a lookup nobody needs is never made); the new-session
+environment at once, because asking the login shell may end in a problem to report (it is
+cached between commands, so this costs a few `stat`s)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from typing import Any
 from cachedoctor.host import Host
 from cachedoctor.locate.files import FileView, LiveFiles
 from cachedoctor.locate.services import ServiceEnv, unit_environment
-from cachedoctor.locate.world import EnvValue, World
+from cachedoctor.locate.world import World
 from cachedoctor.policies import PolicyRead
 
 
@@ -22,7 +24,11 @@ def observe(host: Host | None = None, *, files: FileView | None = None) -> World
     host = host or Host.current()
     view = files or LiveFiles()
     records, pending, problems = _state()
-    persistent = (_windows_persistent() if host.is_windows else _posix_persistent(host, view))
+    if host.is_windows:
+        persistent = _windows_persistent()
+    else:
+        persistent, shell_problems = _posix_persistent(host, view)
+        problems += shell_problems
 
     @functools.cache
     def service(unit: str) -> ServiceEnv:
@@ -54,34 +60,13 @@ def _state() -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     return records, pending, problems
 
 
-def _posix_persistent(host: Host, files: FileView) -> Any:
-    """name -> EnvValue from the start-up files, parsed on first use."""
-    from cachedoctor.locate import shellenv
+def _posix_persistent(host: Host, files: FileView) -> tuple[Any, list[str]]:
+    """name -> EnvValue as a new session gets it: asked of the login shell (cached until a
+    start-up file changes), explained by the start-up files (cachedoctor.locate.loginshell)."""
+    from cachedoctor.locate.loginshell import new_session
 
-    @functools.lru_cache(maxsize=1)
-    def table() -> dict[str, EnvValue]:
-        config_home = host.getenv("XDG_CONFIG_HOME") or ""
-        if not config_home.startswith("/"):
-            config_home = f"{host.home}/.config"
-        known = {k: v for k in host.env if (v := host.env.get(k)) is not None}
-        found: dict[str, EnvValue] = {}
-        for pattern, kind in shellenv.start_up_files(host.home, config_home, host.os):
-            paths = files.glob(pattern) if "*" in pattern else [pattern]
-            for path in paths:
-                text = files.read_text(path)
-                if text is None:
-                    continue
-                shown = _tilde(path, host.home)
-                for item in shellenv.parse(text, kind, shown, known, host.home):
-                    known[item.name] = item.value
-                    found[item.name] = EnvValue(item.value, item.origin, item.managed)
-        return found
-
-    return lambda name: table().get(name)
-
-
-def _tilde(path: str, home: str) -> str:
-    return "~" + path[len(home):] if home and path.startswith(home.rstrip("/") + "/") else path
+    table, problems = new_session(host, files)
+    return table.get, problems
 
 
 def _windows_persistent() -> Any:  # pragma: no cover - the registry exists on Windows only

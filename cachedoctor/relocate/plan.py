@@ -343,8 +343,19 @@ def _world_after(op: Operation, world: World) -> World:
 
     s = op.settings
     if op.method == "env":
-        return with_changes(world, persistent={
-            k: EnvValue(v, "cachedoctor (this move)", True) for k, v in s["vars"].items()})
+        later: dict[str, Any] = {}
+        if not world.host.is_windows:  # a user's own line run after cachedoctor's block wins
+            from cachedoctor.envvars.posix import overridden_by
+
+            later = overridden_by(s["vars"], world.host, world.files)
+        persistent: dict[str, EnvValue | None] = {}
+        for name, value in s["vars"].items():
+            last = later[name][-1] if later.get(name) else None
+            if last is None:
+                persistent[name] = EnvValue(value, "cachedoctor (this move)", True)
+            else:  # the line that would win (an `unset`: the variable goes, which is None)
+                persistent[name] = None if last.value is None else EnvValue(last.value, last.origin)
+        return with_changes(world, persistent=persistent)
     if op.method == "policy":
         from cachedoctor.policies import read_policy_after_write
 
