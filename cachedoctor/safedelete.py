@@ -415,6 +415,8 @@ class _Deleter(TreeWalk):
         has_keep = bool(rules.keep or rules.exclude)
         detail = self.select is not None or self.collect
         select = self.select
+        # Windows: a listing carries no identity; a selection compares the planned inode
+        full_stat = select is not None and not self.ops.listing_identity
         check_locks = self.check_locks
         locked = self.locked_inodes
         fast_unlink = not self.dry_run and not self.trash
@@ -463,6 +465,12 @@ class _Deleter(TreeWalk):
                     kept += 1
                     remaining += 1
                     continue
+                if full_stat:
+                    try:
+                        st = ops.lstat_full(name, dir_fd=fd)
+                    except OSError:
+                        remaining += 1
+                        continue
                 info = _info(prefix + name, st, unit) if detail else None
                 if select is not None and info is not None and not select(info):
                     kept += 1

@@ -1,12 +1,13 @@
 """A read-only, link-proof listing of one cache location, entry by entry.
 
-Units need what the totals of `cachedoctor.walker` and the file list of `safedelete.walk_files`
-do not give: every folder with its own blocks (so a unit's size equals `du -s` of it), the
-target of every symbolic link (a Hugging Face snapshot names its blob through one), and each
-inode's names inside the location (a hard link whose other names live outside frees nothing).
+Units need what the totals of `scan` and the deleter's file list do not give: every folder with
+its own blocks (so a unit's size equals `du -s` of it), the target of every symbolic link (a
+Hugging Face snapshot names its blob through one), and each inode's names inside the location
+(a hard link whose other names live outside frees nothing).
 
-The walk is relative to open folder descriptors (`O_NOFOLLOW`, the folder's identity checked
-against its listing), never follows a link, never enters another filesystem (like `du -x`) nor a
+The listing is a visitor of the one walker (`fs.walk`, through the OS seam: the same on
+Windows): folders are opened relative to their parent (the identity checked against the
+listing), it never follows a link, never enters another filesystem (like `du -x`) nor a
 folder the rules exclude (another location nested in this one, a `keep:` glob). Only `lstat`,
 `readlink` and `listdir` are used: nothing is opened for reading, so no access time moves
 except the folders' own (and a link's, where the kernel counts `readlink` as a use: see
@@ -20,13 +21,12 @@ import os
 import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
+from cachedoctor.fs import kinds
+from cachedoctor.fs.walk import Frame, Task, TreeWalk, join_rel
 from cachedoctor.safedelete import Rules
 
-_DIR_FLAGS = (os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
-              | getattr(os, "O_CLOEXEC", 0))
-_FD_WALK = os.listdir in os.supports_fd and os.stat in os.supports_dir_fd
-_HAS_BLOCKS = hasattr(os.stat_result, "st_blocks")
 _IFMT, _IFDIR, _IFLNK, _IFREG = 0o170000, stat.S_IFDIR, stat.S_IFLNK, stat.S_IFREG
 
 
@@ -179,14 +179,14 @@ def allocated(entries: Iterable[Entry]) -> int:
     return total
 
 
-def _entry(rel: str, st: os.stat_result, target: str | None) -> Entry:
+def _entry(rel: str, st: os.stat_result, target: str | None, block_unit: int) -> Entry:
     kind = st.st_mode & _IFMT
     return Entry(
         rel,
         kind == _IFDIR,
         kind == _IFLNK,
         kind == _IFREG,
-        st.st_blocks * 512 if _HAS_BLOCKS else st.st_size,
+        st.st_blocks * block_unit,
         st.st_atime,
         st.st_mtime,
         st.st_dev,
@@ -201,143 +201,103 @@ def list_tree(root: str, *, rules: Rules = Rules()) -> Tree:
 
     Entries the rules keep are recorded in `kept` and not entered; with `only`, files outside
     it are kept too (exactly what the deleter would leave)."""
-    tree = Tree(root=root)
-    try:
-        top = os.lstat(root)
-    except OSError as exc:
-        if exc.errno != errno.ENOENT:
-            tree.errors.append(f"{root}: {exc.strerror}")
-        return tree
-    if not stat.S_ISDIR(top.st_mode):
-        tree.errors.append(f"{root}: not a folder")
-        return tree
-    tree.entries[""] = _entry("", top, None)
-    if _FD_WALK:
-        _walk_fd(tree, top, rules)
-    else:  # pragma: no cover - Windows: path-based, links never entered
-        _walk_paths(tree, top, rules)
-    return tree
+    lister = _Lister(root, rules)
+    lister.run()
+    return lister.tree
 
 
-def _walk_fd(tree: Tree, top: os.stat_result, rules: Rules) -> None:
-    """Each folder is opened when its turn comes, relative to the root's descriptor, and must be
-    the folder listed (device and inode): only two descriptors are ever open, however wide the
-    tree (a hub of 10,000 repos), and a folder swapped for a link or another folder is left out."""
-    try:
-        root_fd = os.open(tree.root, _DIR_FLAGS)
-    except OSError as exc:
-        tree.errors.append(f"{tree.root}: {exc.strerror}")
-        return
-    dev = top.st_dev
-    has_rules = bool(rules.keep or rules.exclude or rules.only)
-    entries, kept, children = tree.entries, tree.kept, tree.children
-    lstat, readlink = os.lstat, os.readlink
-    stack: list[tuple[str, bool]] = [("", not rules.only)]
-    try:
-        while stack:
-            rel, selected_all = stack.pop()
-            if rel:
-                try:
-                    fd = os.open(rel, _DIR_FLAGS, dir_fd=root_fd)
-                except OSError as exc:
-                    if exc.errno not in (errno.ENOENT, errno.ELOOP, errno.ENOTDIR):
-                        tree.errors.append(f"{os.path.join(tree.root, rel)}: {exc.strerror}")
-                    del entries[rel]
-                    continue
-                opened = os.fstat(fd)
-                if (opened.st_dev, opened.st_ino) != entries[rel].inode:
-                    os.close(fd)
-                    del entries[rel]  # replaced since it was listed
-                    continue
-            else:
-                fd = root_fd
-            try:
-                names = os.listdir(fd)
-            except OSError as exc:
-                tree.errors.append(f"{os.path.join(tree.root, rel)}: {exc.strerror}")
-                names = []
-            listed: list[str] = []
-            prefix = f"{rel}/" if rel else ""
-            try:
-                for name in names:
-                    child = prefix + name
-                    if has_rules and rules.kept(child):
-                        kept.add(child)
-                        continue
-                    try:
-                        st = lstat(name, dir_fd=fd)
-                    except OSError as exc:
-                        if exc.errno != errno.ENOENT:
-                            tree.errors.append(f"{os.path.join(tree.root, child)}: {exc.strerror}")
-                        continue
-                    kind = st.st_mode & _IFMT
-                    if kind == _IFDIR:
-                        if st.st_dev != dev:
-                            continue  # another filesystem: not this cache's (du -x)
-                        entries[child] = _entry(child, st, None)
-                        listed.append(name)
-                        stack.append(
-                            (child, selected_all or (bool(rules.only) and rules.in_only(child))))
-                        continue
-                    if not selected_all and not rules.in_only(child):
-                        kept.add(child)
-                        continue
-                    target = None
-                    if kind == _IFLNK:
-                        try:
-                            target = readlink(name, dir_fd=fd)
-                        except OSError:
-                            target = None
-                    entries[child] = _entry(child, st, target)
-                    listed.append(name)
-            finally:
-                if fd != root_fd:
-                    os.close(fd)
-            children[rel] = listed
-    finally:
-        os.close(root_fd)
+class _Lister(TreeWalk):
+    """A visitor of the one walker (`fs.walk`): folders are entered relative to their parent's
+    descriptor and must be the folder listed; links are recorded with their target, never
+    entered; another filesystem is left out (du -x)."""
 
+    check_mounts = True
 
-def _walk_paths(tree: Tree, top: os.stat_result, rules: Rules) -> None:  # pragma: no cover
-    from cachedoctor.safedelete import is_reparse_point
+    def __init__(self, root: str, rules: Rules) -> None:
+        super().__init__(root)
+        self.rules = rules
+        self.has_rules = bool(rules.keep or rules.exclude or rules.only)
+        self.tree = Tree(root=root)
 
-    stack: list[tuple[str, bool]] = [("", not rules.only)]
-    while stack:
-        rel, selected_all = stack.pop()
-        folder = os.path.join(tree.root, rel) if rel else tree.root
+    def run(self) -> None:
+        ops, tree = self.ops, self.tree
         try:
-            names = os.listdir(folder)
+            top = ops.lstat_path(self.root)
         except OSError as exc:
-            tree.errors.append(f"{folder}: {exc.strerror}")
-            continue
-        listed: list[str] = []
-        prefix = f"{rel}/" if rel else ""
-        for name in names:
-            child = prefix + name
-            if rules.kept(child):
-                tree.kept.add(child)
+            if exc.errno != errno.ENOENT:
+                tree.errors.append(f"{self.root}: {exc.strerror}")
+            return
+        if not kinds.is_real_dir(top):
+            tree.errors.append(f"{self.root}: not a folder")
+            return
+        tree.entries[""] = _entry("", top, None, ops.block_unit)
+        try:
+            root_fd = ops.open_root(self.root)
+        except OSError as exc:
+            tree.errors.append(f"{self.root}: {exc.strerror}")
+            return
+        try:
+            root = self._open_root(root_fd, ops.fstat(root_fd))
+            root.selected_all = not self.rules.only
+            self._walk(root)
+        finally:
+            ops.close(root_fd)
+
+    def _enter(self, parent: Frame | None, frame: Frame, listed: Any) -> None:
+        frame.names = self._list(frame)
+        self.tree.children[frame.rel] = []
+
+    def _error(self, rel: str, exc: OSError) -> None:
+        self.tree.errors.append(f"{self.path_of(rel)}: {exc.strerror}")
+
+    def _skip(self, rel: str, reason: str, detail: str) -> None:
+        if reason == "too deep":
+            self.tree.errors.append(f"{self.path_of(rel)}: {detail}")
+        # "other filesystem": not this cache's (du -x); "changed": replaced since listed
+
+    def _scan(self, frame: Frame, frames: list[Frame], defer: list[Task] | None) -> bool:
+        ops, tree, rules = self.ops, self.tree, self.rules
+        entries, unit = tree.entries, ops.block_unit
+        full_stat = not ops.listing_identity  # Windows: identity and nlink only from lstat
+        listed = tree.children[frame.rel]
+        fd, names = frame.fd, frame.names
+        while frame.index < len(names):
+            name = names[frame.index]
+            frame.index += 1
+            rel = join_rel(frame.rel, name)
+            if self.has_rules and rules.kept(rel):
+                tree.kept.add(rel)
                 continue
             try:
-                st = os.lstat(os.path.join(folder, name))
-            except OSError:
+                st = ops.lstat(name, dir_fd=fd)
+            except OSError as exc:
+                if exc.errno != errno.ENOENT:
+                    self._error(rel, exc)
                 continue
-            link = is_reparse_point(st)
-            if stat.S_ISDIR(st.st_mode) and not link:
-                if st.st_dev != top.st_dev:
+            if kinds.is_real_dir(st):
+                child = self._open(frame, name, rel, st)
+                if child is None:
                     continue
-                tree.entries[child] = _entry(child, st, None)
+                entries[rel] = _entry(rel, st, None, unit)
                 listed.append(name)
-                stack.append((child, selected_all or (bool(rules.only) and rules.in_only(child))))
-                continue
-            if not selected_all and not rules.in_only(child):
-                tree.kept.add(child)
+                child.selected_all = frame.selected_all or (
+                    bool(rules.only) and rules.in_only(rel))
+                frames.append(child)
+                return True
+            if not frame.selected_all and not rules.in_only(rel):
+                tree.kept.add(rel)
                 continue
             target = None
-            if link:
+            if kinds.is_link(st):
                 try:
-                    target = os.readlink(os.path.join(folder, name))
+                    target = ops.readlink(name, dir_fd=fd)
                 except OSError:
                     target = None
-            tree.entries[child] = _entry(child, st, target)
+            elif full_stat and st.st_mode & _IFMT == _IFREG:
+                try:
+                    st = ops.lstat_full(name, dir_fd=fd)
+                except OSError:
+                    continue
+            entries[rel] = _entry(rel, st, target, unit)
             listed.append(name)
-        tree.children[rel] = listed
+        return False
