@@ -118,8 +118,11 @@ RECOGNISED = {
 }
 
 
-def test_every_kind_has_a_recognition_case() -> None:
+def test_every_kind_has_a_recognition_case_and_is_documented() -> None:
     assert set(RECOGNISED) == {k.id for k in KINDS}
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "sweep.md").read_text()
+    for kind in KINDS:
+        assert f"| `{kind.id}` |" in docs and kind.source in docs, kind.id
 
 
 @pytest.mark.parametrize("kind", sorted(RECOGNISED))
@@ -193,8 +196,9 @@ def test_installed_software_is_not_searched(tmp_path: Path) -> None:
     hidden folders, node_modules trees and app bundles are never searched."""
     for where in (".vscode/extensions/ms-x.y-1.0", "lib/node_modules/npm", "Code.app/Contents/app"):
         node_project(tmp_path / where)
-    (tmp_path / "lib" / "package.json").unlink(missing_ok=True)
     assert plan(tmp_path).targets == []
+    with pytest.raises(RefusedError, match="inside installed packages"):
+        plan(tmp_path / "lib" / "node_modules" / "npm")  # its packages' own node_modules
 
 
 # --- links, hard links, sizes -----------------------------------------------------------------

@@ -181,6 +181,9 @@ def search_roots(dirs: Sequence[str], host: Host) -> list[str]:
                                hint="name the folder your projects are in, e.g. ~/src")
         check_not_protected(os.path.join(real, "project"), host, role="folder to sweep",
                             system_subfolders=True)  # anything below a system tree
+        if "node_modules" in real.split(os.sep):  # each package's own node_modules would go
+            raise RefusedError(f"refusing to sweep {text}: it is inside installed packages "
+                               "(node_modules)", hint="name the project folder above it")
         roots.append(real)
     roots = sorted(dict.fromkeys(roots), key=len)
     return [r for i, r in enumerate(roots) if not any(is_within(r, o) for o in roots[:i])]
