@@ -55,7 +55,7 @@ from cachedoctor.sweep.kinds import (
 
 ProgressCallback = Callable[[int, int], None]  # (entries seen, bytes of outputs found)
 
-_IFMT, _IFDIR, _IFLNK = 0o170000, 0o040000, 0o120000
+_IFLNK = 0o120000  # (the hot loops spell S_IFMT and S_IFDIR out: no global look-ups)
 _WINDOWS = os.name == "nt"
 _DIR_FLAGS = (
     os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
@@ -364,6 +364,7 @@ class _Walk:
         git = False
         subfolders: list[tuple[str, os.stat_result]] = []
         candidates: list[tuple[str, os.stat_result]] = []
+        by_folder, not_activity, windows = BY_FOLDER, NOT_ACTIVITY, _WINDOWS
         for name in names:
             try:
                 st = lstat(name, dir_fd=handle)
@@ -371,11 +372,11 @@ class _Walk:
                 if exc.errno not in _VANISHED:
                     errors.append(f"{prefix}{name}: {exc.strerror}")
                 continue
-            mode = st.st_mode & _IFMT
-            if mode == _IFDIR and not (_WINDOWS and is_reparse_point(st)):
+            mode = st.st_mode & 0o170000
+            if mode == 0o040000 and not (windows and is_reparse_point(st)):
                 if name == ".git":
                     git = True
-                elif name in BY_FOLDER:
+                elif name in by_folder:
                     candidates.append((name, st))
                 elif not not_searched(name):
                     subfolders.append((name, st))
@@ -383,12 +384,13 @@ class _Walk:
             if name == ".git":
                 git = True  # a worktree's or submodule's pointer file
                 continue
-            if (mode == _IFLNK or _WINDOWS) and name in BY_FOLDER and is_reparse_point(st):
-                self.survey.passed.append(Passed(prefix + name, BY_FOLDER[name][0].id,
+            if (mode == _IFLNK or windows) and name in by_folder and is_reparse_point(st):
+                self.survey.passed.append(Passed(prefix + name, by_folder[name][0].id,
                                                  "a link: never followed"))
                 continue
-            if st.st_mtime > newest and name not in NOT_ACTIVITY:
-                newest = st.st_mtime
+            mtime = st.st_mtime
+            if mtime > newest and name not in not_activity:
+                newest = mtime
         if path == project:  # the walked folder itself
             self.survey.projects[path].git = git
         elif git or not PROJECT_MARKERS.isdisjoint(names):
@@ -452,6 +454,7 @@ class _Walk:
         links = out.links
         only = out.only
         dev = out.dev
+        has_blocks, windows = _HAS_BLOCKS, _WINDOWS
         total = single = files = dirs = dir_bytes = 0
         for name in names:
             try:
@@ -460,8 +463,8 @@ class _Walk:
                 if exc.errno not in _VANISHED:
                     out.errors.append(f"{prefix}{name}: {exc.strerror}")
                 continue
-            size = st.st_blocks * 512 if _HAS_BLOCKS else st.st_size
-            if st.st_mode & _IFMT == _IFDIR and not (_WINDOWS and is_reparse_point(st)):
+            size = st.st_blocks * 512 if has_blocks else st.st_size
+            if st.st_mode & 0o170000 == 0o040000 and not (windows and is_reparse_point(st)):
                 if name == ".git":
                     out.git_inside.append(prefix + name)
                     continue
