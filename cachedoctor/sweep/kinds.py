@@ -278,7 +278,10 @@ class Kind:
         return None
 
     def miss(self) -> str:
-        """Why a folder with this name was not taken: what would have recognised it."""
+        """Why a folder with this name was not taken: what would have recognised it (for a
+        kind made several ways, the tools: their markers are in docs/sweep.md)."""
+        if len(self.recipes) > 2:
+            return f"none of the markers of {self.made_by} (see docs/sweep.md)"
         return "no " + "; nor ".join(r.what for r in self.recipes)
 
 
