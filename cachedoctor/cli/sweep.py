@@ -93,7 +93,7 @@ def sweep(
 
         totals = plan.totals()
         verb = "Send to the trash" if trash else "Delete"
-        question = (f"{verb} {_count(totals['outputs'], 'build output')} ({totals['files']:,} files, "
+        question = (f"{verb} {_count(totals['outputs'], 'build output')} ({_count(totals['files'], 'file')}, "
                     f"frees {format_size(totals['freed_bytes'])})?")
         if not confirm(question, yes=yes):
             info("nothing deleted")
@@ -157,7 +157,7 @@ def _render_plan(plan: SweepPlan) -> None:
     console.print(
         f"\ntotal: {_count(totals['outputs'], 'build output')} in "
         f"{_count(totals['projects'], 'project')}, "
-        f"{totals['files']:,} files, {size(totals['bytes'])}; frees "
+        f"{_count(totals['files'], 'file')}, {size(totals['bytes'])}; frees "
         f"{size(totals['freed_bytes'])}"
         + (f" ({size(totals['shared_bytes'])} hard-linked with files elsewhere stays)"
            if totals["shared_bytes"] else "")
@@ -170,7 +170,7 @@ def _render_done(r: TargetResult) -> None:
     from cachedoctor.cli.render import size
 
     stdout_console().print(
-        f"{r.status}: {r.target.path}: {r.files:,} files, {size(r.bytes)} freed",
+        f"{r.status}: {r.target.path}: {_count(r.files, 'file')}, {size(r.bytes)} freed",
         markup=False, highlight=False,
     )
     for s in r.skipped[:5]:
@@ -188,6 +188,6 @@ def _render_totals(result: SweepResult) -> None:
     how = "sent to the trash" if result.plan.policy.trash else "deleted"
     stdout_console().print(
         f"total: {totals['outputs']} of {_count(len(result.results), 'build output')} {how}, "
-        f"{totals['files']:,} files, {size(totals['bytes'])} freed",
+        f"{_count(totals['files'], 'file')}, {size(totals['bytes'])} freed",
         markup=False, highlight=False,
     )
