@@ -293,15 +293,22 @@ class _Guards:
 
         own = (sys.prefix, os.path.dirname(cachedoctor.__file__))
         return cls(tuple(os.path.realpath(p) for p in own),
-                   tuple(folder for folder, _ in precious_folders(host)))
+                   tuple(os.path.normpath(folder) for folder, _ in precious_folders(host)))
+
+    @staticmethod
+    def inside(paths: tuple[str, ...], folder: str) -> list[str]:
+        """Those of `paths` at or below `folder` (normalised absolute paths, as the walk and
+        `of` make them: a string test, where `safety.is_within` builds path objects)."""
+        prefix = folder.rstrip(os.sep) + os.sep
+        return [p for p in paths if p == folder or p.startswith(prefix)]
 
 
 def _refusal(output: Output, owner: str, tracked: dict[str, set[str] | None],
              guards: _Guards, host: Host) -> str | None:
-    running = [p for p in guards.own if is_within(p, output.path)]
+    running = guards.inside(guards.own, output.path)
     if running:
         return f"cachedoctor itself runs from it ({running[0]})"
-    if any(is_within(p, output.path) for p in guards.precious):
+    if guards.inside(guards.precious, output.path):
         try:  # the search root passed the system-folder check: holding one is what is left
             check_not_protected(output.path, host, role="build output to sweep",
                                 system_subfolders=True)
