@@ -170,9 +170,10 @@ def _within(child: str, parent: str, host: Host) -> bool:
     return c == p or c.startswith(p if p.endswith(sep) else p + sep)
 
 
-def _holds_precious(path: str, host: Host) -> str | None:
-    """Why `path` must not be emptied or moved away because of what is in it, or None."""
-    precious: list[tuple[str, str]] = []  # (folder that must survive, what it is)
+def precious_folders(host: Host) -> list[tuple[str, str]]:
+    """(folder, what it is) for every folder that must survive whatever is cleaned: a folder
+    holding one of them is refused. Computed once by callers checking many paths."""
+    precious: list[tuple[str, str]] = []
     if host.home:
         precious.append((host.home, "your home folder"))
         if not host.is_windows or os.name == "nt":
@@ -183,7 +184,12 @@ def _holds_precious(path: str, host: Host) -> str | None:
         precious += [(str(state_dir()), "cachedoctor's state"), (str(config_dir()), "cachedoctor's settings")]
     if not host.is_windows:
         precious += [(home, "a user's home folder") for home in _human_homes()]
-    for folder, what in precious:
+    return precious
+
+
+def _holds_precious(path: str, host: Host) -> str | None:
+    """Why `path` must not be emptied or moved away because of what is in it, or None."""
+    for folder, what in precious_folders(host):
         if _within(folder, path, host):
             inside = "" if _norm(folder, host) == _norm(path, host) else " is inside it"
             return f"a folder that must stay: {what} ({folder}){inside}"

@@ -44,6 +44,7 @@ class ScanEntry:
     how: str | None = None  # how the path was decided (`env HF_HUB_CACHE (from ~/.profile)`)
     unused: bool = False  # the tool's default folder, no longer used since a setting moved it
     seen_by: str | None = None  # who uses this path, when not everyone ("this shell only")
+    tagged: bool = False  # carries a CACHEDIR.TAG (cachedoctor.cachedirtag): a "tagged cache"
 
     def to_json(self) -> dict[str, Any]:
         w = self.walk
@@ -55,6 +56,7 @@ class ScanEntry:
             "how": self.how,
             "unused": self.unused,
             "seen_by": self.seen_by,
+            "tagged": self.tagged,
             "link": self.link,
             "target": self.target,
             "broken": self.broken,
@@ -202,7 +204,9 @@ def claimed_paths(profiles: Sequence[Profile], world: World) -> list[str]:
 
 def unclaimed_candidates(profiles: Sequence[Profile], host: Host,
                          world: World | None = None) -> list[str]:
-    """Folders directly under the user cache roots that no profile location overlaps."""
+    """Folders directly under the user cache roots that no profile location overlaps, and
+    unclaimed folders carrying a CACHEDIR.TAG deeper down (`cachedoctor.cachedirtag`)."""
+    from cachedoctor.cachedirtag import tagged_folders
     from cachedoctor.locate import observe
     from cachedoctor.resolve import try_expand
     from cachedoctor.safety import is_within
@@ -220,6 +224,9 @@ def unclaimed_candidates(profiles: Sequence[Profile], host: Host,
             if child in roots or any(is_within(c, child) or is_within(child, c) for c in claimed):
                 continue
             found.append(child)
+    found += tagged_folders(dict.fromkeys(roots), listed={*found, *roots},
+                            claimed=lambda p: any(is_within(p, c) for c in claimed),
+                            overlaps=lambda p: any(is_within(c, p) for c in claimed))
     return found
 
 
@@ -231,11 +238,15 @@ def scan_unclaimed(
     progress: ProgressCallback | None = None,
     world: World | None = None,
 ) -> list[ScanEntry]:
+    from cachedoctor.cachedirtag import has_tag
+
     entries = [
         _measure_entry(
-            ScanEntry(None, None, None, path, WalkResult(path)), one_file_system, progress
+            ScanEntry(None, None, "tagged cache" if tagged else None, path, WalkResult(path),
+                      tagged=tagged), one_file_system, progress
         )
         for path in unclaimed_candidates(profiles, host, world)
+        for tagged in (has_tag(path),)
     ]
     entries.sort(key=lambda e: e.walk.allocated_bytes, reverse=True)
     return entries[:UNCLAIMED_LIMIT]

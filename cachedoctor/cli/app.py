@@ -58,8 +58,8 @@ def _warn_about_unfinished_operations() -> None:
 
 # Command modules register themselves on `app` when imported, in this order in --help
 # (commands first, then the command groups: env, quota, schedule, profiles).
-COMMAND_MODULES = ("scan", "ls", "where", "doctor", "move", "tune", "clean", "history", "env", "quota",
-                   "schedule", "profiles")
+COMMAND_MODULES = ("scan", "ls", "where", "doctor", "move", "tune", "clean", "sweep", "history",
+                   "env", "quota", "schedule", "profiles")
 for _name in COMMAND_MODULES:
     importlib.import_module(f"cachedoctor.cli.{_name}")
 

@@ -149,7 +149,7 @@ def _render(report: ScanReport, *, by_tool: bool) -> None:
         if by_tool:
             table.add_section()
         for entry in report.unclaimed:
-            row(entry, "(unclaimed)", "")
+            row(entry, "(unclaimed)", entry.name or "")  # "tagged cache": has a CACHEDIR.TAG
     console.print(table)
     _render_drives(report)
     totals = report.totals()
