@@ -19,8 +19,9 @@ from tests.conftest import IS_LINUX
 from tests.test_move import leftovers, write_profile
 from tests.test_relocate_copy import build_tree, snapshot
 
-pytestmark = pytest.mark.skipif(not IS_LINUX or not os.path.isdir("/dev/shm"),
-                                reason="needs Linux and /dev/shm (a second filesystem)")
+pytestmark = [pytest.mark.skipif(not IS_LINUX or not os.path.isdir("/dev/shm"),
+                                 reason="needs Linux and /dev/shm (a second filesystem)"),
+              pytest.mark.os_doubles("windows", "macos")]
 
 
 def start_paused(args: list[str], point: str, pause: Path) -> subprocess.Popen[str]:
@@ -126,3 +127,24 @@ def test_a_newer_file_in_the_new_place_wins_over_an_older_late_one(tmp_path: Pat
     done = settle.settle(str(original), str(new), taken)
     assert done.kept_newer == ["f"] and done.copied == []
     assert (new / "f").read_text() == "written by the tool in its new place"
+
+
+def test_late_folders_and_links_are_merged_as_they_are_never_followed(tmp_path: Path) -> None:
+    """A folder created late is copied by the one copier (its link stays a link), a late link
+    is recreated as a link: nothing outside the cache is copied in."""
+    original, new, outside = tmp_path / "orig", tmp_path / "new", tmp_path / "outside"
+    original.mkdir()
+    new.mkdir()
+    outside.mkdir()
+    (outside / "secret").write_text("not the cache's")
+    taken = settle.digests(str(original))
+    (original / "late").mkdir()
+    (original / "late" / "f").write_text("late file")
+    (original / "late" / "out").symlink_to(outside)
+    (original / "ln").symlink_to(outside)
+    done = settle.settle(str(original), str(new), taken)
+    assert sorted(done.copied) == ["late", "ln"]
+    assert (new / "late" / "f").read_text() == "late file"
+    assert os.readlink(new / "late" / "out") == str(outside)
+    assert os.readlink(new / "ln") == str(outside)
+    assert settle.digests(str(new))["late"] == settle.digests(str(original))["late"]

@@ -20,44 +20,84 @@ import shutil
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from cachedoctor.errors import OperationFailed
+from cachedoctor.fs import kinds, seam
+from cachedoctor.fs.copy import copy_tree
+from cachedoctor.fs.walk import Frame, Task, TreeWalk, join_rel
 from cachedoctor.relocate import faults
 
 Digests = dict[str, str]  # folder path relative to the root ('' for the root) -> digest
 
 
 def digests(root: str) -> Digests:
-    """One digest per folder of the tree at `root`, links not followed."""
-    out: Digests = {}
-    stack = [""]
-    while stack:
-        rel = stack.pop()
-        folder = os.path.join(root, rel) if rel else root
-        h = hashlib.blake2b(digest_size=12)
+    """One digest per folder of the tree at `root` (links not followed, not entered)."""
+    walk = _Digest(root)
+    walk.run()
+    return walk.out
+
+
+class _Digest(TreeWalk):
+    """A visitor of the one walker: each folder's sorted entries (name, type, size, mtime)
+    hashed into `out[rel]`; a folder that cannot be listed gets "unreadable:<errno>"."""
+
+    same_device = False  # the copy took every folder the survey let through
+
+    def __init__(self, root: str) -> None:
+        super().__init__(root)
+        self.out: Digests = {}
+
+    def run(self) -> None:
+        ops = self.ops
         try:
-            with os.scandir(folder) as it:
-                entries = sorted(it, key=lambda e: e.name)
+            root_fd = ops.open_root(self.root)
         except OSError as exc:
-            out[rel] = f"unreadable:{exc.errno}"
-            continue
-        for entry in entries:
+            self.out[""] = f"unreadable:{exc.errno}"
+            return
+        try:
+            root = self._open_root(root_fd, ops.fstat(root_fd))
+            self._walk(root)
+            self._seal(root)
+        finally:
+            ops.close(root_fd)
+
+    def _enter(self, parent: Frame | None, frame: Frame, listed: Any) -> None:
+        frame.names = sorted(self._list(frame))
+        frame.data = hashlib.blake2b(digest_size=12)
+
+    def _error(self, rel: str, exc: OSError) -> None:
+        self.out[rel] = f"unreadable:{exc.errno}"
+
+    def _skip(self, rel: str, reason: str, detail: str) -> None:
+        self.out[rel] = f"unreadable:{reason}"
+
+    def _done(self, parent: Frame, child: Frame) -> None:
+        self._seal(child)
+
+    def _seal(self, frame: Frame) -> None:
+        self.out.setdefault(frame.rel, frame.data.hexdigest())
+
+    def _scan(self, frame: Frame, frames: list[Frame], defer: list[Task] | None) -> bool:
+        ops, h = self.ops, frame.data
+        names = frame.names
+        while frame.index < len(names):
+            name = names[frame.index]
+            frame.index += 1
             try:
-                st = entry.stat(follow_symlinks=False)
+                st = ops.lstat(name, dir_fd=frame.fd)
             except OSError:
                 continue  # vanished while listed: its folder's digest tells the change
-            kind = stat.S_IFMT(st.st_mode)
-            size = st.st_size if not stat.S_ISDIR(st.st_mode) else 0
-            mtime = st.st_mtime_ns if not stat.S_ISDIR(st.st_mode) else 0
-            h.update(f"{entry.name}\0{kind}\0{size}\0{mtime}\n".encode("utf-8", "surrogateescape"))
-            if stat.S_ISDIR(st.st_mode) and not _is_reparse_point(st):
-                stack.append(os.path.join(rel, entry.name) if rel else entry.name)
-        out[rel] = h.hexdigest()
-    return out
-
-
-def _is_reparse_point(st: os.stat_result) -> bool:
-    return bool(getattr(st, "st_file_attributes", 0) & 0x400)
+            folder = kinds.is_real_dir(st)
+            kind = stat.S_IFMT(st.st_mode)  # the seam shows every link kind as S_IFLNK
+            size, mtime = (0, 0) if folder else (st.st_size, st.st_mtime_ns)
+            h.update(f"{name}\0{kind}\0{size}\0{mtime}\n".encode("utf-8", "surrogateescape"))
+            if folder:
+                child = self._open(frame, name, join_rel(frame.rel, name), st)
+                if child is not None:
+                    frames.append(child)
+                    return True
+        return False
 
 
 def snapshot_file(op_id: str, index: int) -> Path:
@@ -117,25 +157,28 @@ def _merge_folder(original: str, new: str, rel: str, result: Settled) -> None:
     dst_dir = os.path.join(new, rel) if rel else new
     if not os.path.isdir(dst_dir) or os.path.islink(dst_dir):
         raise _conflict(original, rel, "the new place has no folder there")
-    with os.scandir(src_dir) as it:
-        entries = list(it)
-    for entry in entries:
-        item = os.path.join(rel, entry.name) if rel else entry.name
-        st = entry.stat(follow_symlinks=False)
-        target = os.path.join(dst_dir, entry.name)
+    ops = seam.current()
+    for name in sorted(os.listdir(src_dir)):
+        item = os.path.join(rel, name) if rel else name
+        source = os.path.join(src_dir, name)
         try:
-            there = os.lstat(target)
+            st = ops.lstat_path(source)
+        except FileNotFoundError:
+            continue
+        target = os.path.join(dst_dir, name)
+        try:
+            there = ops.lstat_path(target)
         except FileNotFoundError:
             there = None
-        if stat.S_ISDIR(st.st_mode) and not entry.is_symlink():
+        if kinds.is_real_dir(st):
             if there is None:
                 faults.point("settle-copy")
-                shutil.copytree(entry.path, target, symlinks=True, copy_function=shutil.copy2)
+                copy_tree(source, target)  # the one copier: links, modes and times kept
                 result.copied.append(item)
-            elif not stat.S_ISDIR(there.st_mode):
+            elif not kinds.is_real_dir(there):
                 raise _conflict(original, item, "a folder in the original is a file in the new place")
             continue  # a folder in both: its own digest says whether it changed
-        if there is not None and stat.S_ISDIR(there.st_mode):
+        if there is not None and kinds.is_real_dir(there):
             raise _conflict(original, item, "a file in the original is a folder in the new place")
         if there is not None and (there.st_size, there.st_mtime_ns) == (st.st_size, st.st_mtime_ns):
             continue
@@ -143,20 +186,22 @@ def _merge_folder(original: str, new: str, rel: str, result: Settled) -> None:
             result.kept_newer.append(item)  # written in the new place after the switch
             continue
         faults.point("settle-copy")
-        _replace(entry.path, target)
+        _replace(ops, source, st, target)
         result.copied.append(item)
 
 
-def _replace(src: str, dst: str) -> None:
-    """Copy one file or link over `dst` atomically (a temporary name beside it, then rename)."""
+def _replace(ops: seam.Ops, src: str, st: Any, dst: str) -> None:
+    """Copy one file or link over `dst` atomically (a temporary name beside it, then rename);
+    a link is recreated as the same kind of link (a junction stays a junction)."""
     tmp = f"{dst}.cachedoctor-late-{os.getpid()}"
     if os.path.lexists(tmp):
         os.unlink(tmp)
-    if os.path.islink(src):
-        os.symlink(os.readlink(src), tmp)
+    kind = kinds.link_kind_of(st)
+    if kind is not None:
+        ops.create_link(tmp, ops.readlink_path(src), kind)
     else:
         shutil.copy2(src, tmp, follow_symlinks=False)
-    os.replace(tmp, dst)
+    os.replace(tmp, dst)  # replaces an existing file on Windows too (MoveFileEx)
 
 
 def _conflict(original: str, rel: str, why: str) -> OperationFailed:
