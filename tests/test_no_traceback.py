@@ -127,6 +127,25 @@ def test_a_state_folder_that_cannot_be_written_changes_nothing(foo: Path, tmp_pa
 
 
 @needs_chattr
+def test_a_folder_whose_entries_cannot_be_removed_stops_the_move_before_the_copy(
+        foo: Path, shm_dest: Path) -> None:
+    """The original is deleted after the copy: a folder in it that the user cannot empty (root's,
+    or immutable as here: access(2) says EPERM even to root) is found in preflight, not after
+    a whole copy."""
+    stuck = next(p for p in sorted(foo.rglob("*")) if p.is_dir() and not p.is_symlink())
+    subprocess.run(["chattr", "+i", str(stuck)], check=True)
+    try:
+        before = snapshot(foo)
+        moved = cli("move", "foo", str(shm_dest), "--yes")
+        no_traceback(moved)
+        assert moved.returncode == 1, moved.stderr
+        assert "not writable by you" in moved.stderr and str(stuck) in moved.stderr
+        assert snapshot(foo) == before and not (shm_dest / "foo").exists()
+    finally:
+        subprocess.run(["chattr", "-i", str(stuck)], check=True)
+
+
+@needs_chattr
 def test_an_immutable_settings_file_is_a_message(isolated_home: Path, tmp_path: Path) -> None:
     settings = tmp_path / "settings.json"
     settings.write_text("{\n  // mine\n}\n", encoding="utf-8")

@@ -12,6 +12,7 @@ from typing import Any
 from cachedoctor.fs import kinds
 from cachedoctor.fs.walk import Frame, Task, TreeWalk, join_rel
 
+_REMOVE_ENTRIES = os.W_OK | os.X_OK  # what removing a folder's entries takes (POSIX)
 RESERVED_CHARS = '\\:*?"<>|'  # what Windows (NTFS through Win32, exFAT, FAT) refuses in a name
 
 
@@ -33,6 +34,7 @@ class Survey:
     allocated_bytes: int = 0
     apparent_bytes: int = 0
     unreadable: list[str] = field(default_factory=list)
+    undeletable: list[str] = field(default_factory=list)  # folders whose entries we cannot remove
     skipped: list[str] = field(default_factory=list)  # sockets: not copyable, not data
     symlinks: int = 0
     junctions: int = 0
@@ -80,6 +82,8 @@ class _Survey(TreeWalk):
         self._count(top, "")
         if not kinds.is_real_dir(top):
             return
+        if ops.modes_meaningful and not os.access(self.root, _REMOVE_ENTRIES):
+            result.undeletable.append(self.root)
         try:
             root_fd = ops.open_root(self.root)
         except OSError as exc:
@@ -163,6 +167,8 @@ class _Survey(TreeWalk):
                 result.symlinks += 1
             self._count(st, rel)
             if kinds.is_real_dir(st):
+                if ops.modes_meaningful and not ops.access(name, _REMOVE_ENTRIES, dir_fd=fd):
+                    result.undeletable.append(self.path_of(rel))
                 child = self._open(frame, name, rel, st)
                 if child is not None:
                     frames.append(child)

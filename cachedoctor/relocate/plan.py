@@ -436,6 +436,7 @@ def _preflight(plan: MovePlan, profile: Profile, host: Host, *, force: bool,
                                  "emptied at every reboot; a folder on a real drive keeps it")
         plan.free_bytes = drive.free_bytes
     unreadable: list[str] = []
+    undeletable: list[str] = []
     needed_inodes = 0
     caps, refusals = probe_near(op.base), []  # what DEST can hold, tried there (fs.probe)
     requires = profile.require_location(op.location).requires
@@ -443,6 +444,11 @@ def _preflight(plan: MovePlan, profile: Profile, host: Host, *, force: bool,
         result = survey(pair.source, caps.look_for())
         plan.surveys[pair.source] = result
         unreadable += result.unreadable
+        if not pair.same_fs:  # a copy: the original is removed afterwards, entry by entry
+            undeletable += result.undeletable
+        parent = os.path.dirname(pair.source.rstrip(os.sep)) or os.sep
+        if not host.is_windows and not os.access(parent, os.W_OK | os.X_OK):
+            undeletable.append(f"{parent} (the folder holding the cache: it is renamed there)")
         if result.skipped:
             plan.warnings.append(f"{len(result.skipped)} socket(s) under {pair.source} are not copied")
         if not pair.same_fs:
@@ -460,6 +466,14 @@ def _preflight(plan: MovePlan, profile: Profile, host: Host, *, force: bool,
         more = f"\n  ... and {len(unreadable) - 10} more" if len(unreadable) > 10 else ""
         raise OperationFailed(f"cannot read every file of the cache; nothing was changed:\n  {shown}{more}",
                               hint="fix the permissions (or run as the owner) and try again")
+    if undeletable:
+        shown = "\n  ".join(undeletable[:10])
+        more = f"\n  ... and {len(undeletable) - 10} more" if len(undeletable) > 10 else ""
+        raise OperationFailed(
+            "the original could not be removed after the copy: these folders are not writable "
+            f"by you; nothing was changed:\n  {shown}{more}",
+            hint="give them back to your user (e.g. `sudo chown -R $USER FOLDER`) or run as their "
+                 "owner, then try again")
     check_room(drive.mount if drive else op.dest_root, existing, plan.free_bytes,
                plan.needed_bytes, needed_inodes)
     from cachedoctor import history
