@@ -364,28 +364,36 @@ class TreeWalk:
         import warnings
 
         nworkers = min(self.workers, len(tasks))
+        stop_signals = {signal.SIGINT, signal.SIGTERM}
         task_r, task_w = os.pipe()
         children: dict[int, int] = {}  # result pipe -> pid
         results: dict[int, bytes] = {}
         try:
             for _ in range(nworkers):
                 res_r, res_w = os.pipe()
-                with warnings.catch_warnings():  # 3.12+ warns about forking with threads alive
-                    warnings.simplefilter("ignore", DeprecationWarning)
-                    pid = os.fork()
-                if pid == 0:  # pragma: no cover - runs in the child, which never returns
-                    code = 1
-                    try:
-                        signal.signal(signal.SIGINT, signal.SIG_DFL)
-                        os.close(res_r)
-                        os.close(task_w)
-                        for other in children:
-                            os.close(other)
-                        code = self._worker(task_r, res_w, tasks)
-                    finally:
-                        os._exit(code)
-                os.close(res_w)
-                children[res_r] = pid
+                # Ctrl-C (or SIGTERM) between the fork and the worker's registration would
+                # leave a worker nobody stops: both wait, blocked, until it is in `children`
+                signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
+                try:
+                    with warnings.catch_warnings():  # 3.12+ warns about forking with threads
+                        warnings.simplefilter("ignore", DeprecationWarning)
+                        pid = os.fork()
+                    if pid == 0:  # pragma: no cover - runs in the child, which never returns
+                        code = 1
+                        try:
+                            signal.signal(signal.SIGINT, signal.SIG_DFL)
+                            signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
+                            os.close(res_r)
+                            os.close(task_w)
+                            for other in children:
+                                os.close(other)
+                            code = self._worker(task_r, res_w, tasks)
+                        finally:
+                            os._exit(code)
+                    os.close(res_w)
+                    children[res_r] = pid
+                finally:
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
             os.close(task_r)
             task_r = -1
             os.set_blocking(task_w, False)
