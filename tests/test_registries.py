@@ -70,3 +70,36 @@ def test_no_method_name_chain_is_left() -> None:
     found = [f"{p.relative_to(PACKAGE)}:{n}" for p, text in _sources()
              for n, line in enumerate(text.splitlines(), 1) if chain.search(line)]
     assert found == []
+
+
+def test_every_backend_the_cli_accepts_is_registered() -> None:
+    from cachedoctor import schedule
+    from cachedoctor.cli.schedule import BackendOption
+
+    option = BackendOption.__metadata__[0]
+    named = set(re.findall(r"[a-z]+", option.help.replace(" or ", ", "))) - {"auto"}
+    assert named == set(schedule.BACKENDS) == set(schedule.REGISTRY)
+    for name, backend in schedule.REGISTRY.items():
+        assert backend.name == name and backend.preference
+    proc = run_cli("schedule", "install", "--backend", "at", "--dry-run")
+    assert proc.returncode == 2 and ", ".join(schedule.BACKENDS) in proc.stderr
+
+
+def test_auto_picks_from_the_registry_in_each_systems_order() -> None:
+    from cachedoctor.host import Host
+    from cachedoctor.schedule import backends_for
+
+    assert backends_for(Host(os="linux")) == ("systemd", "cron")
+    assert backends_for(Host(os="wsl")) == ("schtasks", "systemd", "cron")
+    assert backends_for(Host(os="macos")) == ("launchd", "cron")
+    assert backends_for(Host(os="windows")) == ("schtasks",)
+
+
+def test_no_backend_name_chain_is_left() -> None:
+    from cachedoctor import schedule
+
+    names = "|".join(schedule.BACKENDS)
+    chain = re.compile(rf"""(backend|name)\s*(==|!=)\s*["']({names})["']""")
+    found = [f"{p.relative_to(PACKAGE)}:{n}" for p, text in _sources()
+             for n, line in enumerate(text.splitlines(), 1) if chain.search(line)]
+    assert found == []
