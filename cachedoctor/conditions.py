@@ -12,6 +12,7 @@ from typing import Annotated, Literal, Union, get_args
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cachedoctor.host import OsName
+from cachedoctor.policies import Browser
 
 
 class _Condition(BaseModel):
@@ -132,7 +133,7 @@ class PolicyValueBelow(_Condition):
     """A browser policy (e.g. DiskCacheSize, in bytes) is set below a threshold."""
 
     type: Literal["policy_value_below"]
-    browser: Literal["chrome", "edge", "chromium"]
+    browser: Browser
     policy: str
     below: float
 

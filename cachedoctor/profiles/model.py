@@ -18,6 +18,7 @@ from pydantic import (
 
 from cachedoctor.conditions import Condition
 from cachedoctor.host import Host, OsName
+from cachedoctor.policies import Browser
 from cachedoctor.profiles.base import (
     ConfigFormat,
     PathsPerOs,
@@ -142,7 +143,7 @@ class PolicySetting(_Setting):
     """A managed browser policy (`DiskCacheDir`)."""
 
     policy: str = "DiskCacheDir"
-    browser: Literal["chrome", "edge", "chromium"]
+    browser: Browser
 
 
 def _setting_tag(value: Any) -> str | None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Literal
 
 from cachedoctor.errors import OperationFailed
+from cachedoctor.policies import Browser
 from cachedoctor.relocate import faults
 from cachedoctor.relocate.methods.base import RelocationEntry, RelocationMethod, SaveCallback
 
@@ -21,7 +22,7 @@ class PolicyRelocation(RelocationEntry):
     """A browser's managed `DiskCacheDir` policy."""
 
     method: Literal["policy"]
-    browser: Literal["chrome", "edge", "chromium"]
+    browser: Browser
     policy: str = "DiskCacheDir"
 
 
