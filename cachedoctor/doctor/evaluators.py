@@ -446,9 +446,8 @@ def evaluate_check(check: Check, ctx: Context) -> list[Hit]:
     file_path: str | None = None
     bound: list[tuple[str, str, list[Hit]]] = []
     for cond, hits in results:
-        location = getattr(cond, "location", None)
-        if isinstance(location, str):
-            bound.append((location, cond.type, hits))
+        if isinstance(cond, c.LocationCondition):
+            bound.append((cond.location, cond.type, hits))
             continue
         for hit in hits:
             facts.update(hit.facts)

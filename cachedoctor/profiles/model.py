@@ -16,7 +16,7 @@ from pydantic import (
     model_validator,
 )
 
-from cachedoctor.conditions import Condition
+from cachedoctor.conditions import Condition, LocationCondition, PresetCondition
 from cachedoctor.host import Host, OsName
 from cachedoctor.policies import Browser
 from cachedoctor.profiles.base import (
@@ -405,12 +405,12 @@ class Profile(ProfileModel):
         for c_index, check in enumerate(self.checks):
             for w_index, cond in enumerate(check.when):
                 where: tuple[str | int, ...] = ("checks", c_index, "when", w_index)
-                loc = getattr(cond, "location", None)
+                loc = cond.location if isinstance(cond, LocationCondition) else None
                 if loc is not None and loc not in location_ids:
                     problems.append(
                         ((*where, "location"), f"unknown location {loc!r}; known: {', '.join(location_ids)}")
                     )
-                preset = getattr(cond, "preset", None)
+                preset = cond.preset if isinstance(cond, PresetCondition) else None
                 if preset is not None and preset not in preset_ids:
                     known = ", ".join(preset_ids) or "none"
                     problems.append(((*where, "preset"), f"unknown tune preset {preset!r}; known: {known}"))
