@@ -28,10 +28,19 @@ def _writable_format(name: str) -> str:
     return name
 
 
+ENV_PRESET = "env"  # a tune preset that sets environment variables, not a file's keys
+
+
+def _tune_format(name: str) -> str:
+    return name if name == ENV_PRESET else _writable_format(name)
+
+
 # The names of the config-format registry (`cachedoctor.configedit.formats`).
 ConfigFormat = Annotated[str, AfterValidator(_known_format)]
 # Formats cachedoctor can also write (format-preserving); `properties` and `xml` are read only.
 WritableFormat = Annotated[str, AfterValidator(_writable_format)]
+# What a tune preset edits: a writable format, or `env` (environment variables).
+TuneFormat = Annotated[str, AfterValidator(_tune_format)]
 
 
 class ProfileModel(BaseModel):

@@ -24,6 +24,7 @@ from cachedoctor.profiles.base import (
     PathsPerOs,
     PerOs,
     ProfileModel,
+    TuneFormat,
     listify,
 )
 from cachedoctor.relocate.methods import ENTRIES, RelocationEntry
@@ -343,7 +344,7 @@ class TunePreset(ProfileModel):
         default=None,
         description="Target relative to `--workspace DIR`, e.g. `.vscode/settings.json`.",
     )
-    format: Literal["jsonc", "json", "yaml", "toml", "env"]
+    format: TuneFormat
     create: bool = Field(default=False, description="Create the file (and folders) when missing.")
     settings: list[TuneSetting] = Field(min_length=1)
     effect: str | None = Field(default=None, description="What the preset changes, as measured.")
