@@ -79,10 +79,6 @@ class Operation:
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in data.items() if k in known})
 
-    def phase_index(self) -> int:
-        phases = MOVE_PHASES if self.kind == "move" else RESTORE_PHASES
-        return phases.index(self.phase)
-
     def at_least(self, phase: str) -> bool:
         phases = MOVE_PHASES if self.kind == "move" else RESTORE_PHASES
         return phases.index(self.phase) >= phases.index(phase)

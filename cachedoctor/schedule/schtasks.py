@@ -53,11 +53,6 @@ def wsl_action(job: Job, distro: str) -> Action:
     return Action("wsl.exe", subprocess.list2cmdline(["-d", distro, "--", *job.argv]))
 
 
-def task_command_line(job: Job) -> str:
-    """The whole command line the task runs (for previews)."""
-    return subprocess.list2cmdline(list(job.argv))
-
-
 def _trigger(job: Job) -> str:
     s = job.schedule
     if s.every == "hourly":
