@@ -12,41 +12,48 @@ from typing import Annotated, Literal, Union, get_args
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from cachedoctor.host import OsName
+from cachedoctor.policies import Browser
 
 
 class _Condition(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class LocationExists(_Condition):
+class LocationCondition(_Condition):
+    """A condition about one of the profile's locations (checked to exist when it loads)."""
+
+    location: str
+
+class PresetCondition(_Condition):
+    """A condition about one of the profile's tune presets (checked to exist when it loads)."""
+
+    preset: str
+
+class LocationExists(LocationCondition):
     """The location resolves to at least one existing path."""
 
     type: Literal["location_exists"]
-    location: str
 
 
-class MountOption(_Condition):
+class MountOption(LocationCondition):
     """The location (or its nearest existing parent) is on a mount with this option, e.g. noexec."""
 
     type: Literal["mount_option"]
-    location: str
     option: str
 
 
-class FilesystemType(_Condition):
+class FilesystemType(LocationCondition):
     """The location is on one of these filesystem types (e.g. tmpfs, ramfs: emptied at reboot)."""
 
     type: Literal["filesystem_type"]
-    location: str
     types: list[str] = Field(min_length=1)
 
 
-class FilesystemDiffers(_Condition):
+class FilesystemDiffers(LocationCondition):
     """The location's data (a relocation link's target) is on another filesystem than `path`:
     a hard-linking store (uv, pnpm, conda) away from the environments that link into it."""
 
     type: Literal["filesystem_differs"]
-    location: str
     path: str = Field(description="Path template of what must share the filesystem, e.g. `~`.")
 
     @model_validator(mode="after")
@@ -57,26 +64,23 @@ class FilesystemDiffers(_Condition):
         return self
 
 
-class LinkKind(_Condition):
+class LinkKind(LocationCondition):
     """The location has been relocated with this kind of link (e.g. symlink where a junction is required)."""
 
     type: Literal["link_kind"]
-    location: str
     kind: Literal["symlink", "junction"]
 
 
-class LinkTargetMissing(_Condition):
+class LinkTargetMissing(LocationCondition):
     """The location is a relocation link whose target is gone (the other drive is unplugged)."""
 
     type: Literal["link_target_missing"]
-    location: str
 
 
-class FreeSpaceBelow(_Condition):
+class FreeSpaceBelow(LocationCondition):
     """Free space on the location's drive is below a size (`10GB`) or a percentage."""
 
     type: Literal["free_space_below"]
-    location: str
     size: str | None = None
     percent: float | None = Field(default=None, gt=0, lt=100)
 
@@ -91,18 +95,16 @@ class FreeSpaceBelow(_Condition):
         return self
 
 
-class OverQuota(_Condition):
+class OverQuota(LocationCondition):
     """The location is larger than the quota the user set (or the profile recommends)."""
 
     type: Literal["over_quota"]
-    location: str
 
 
-class SettingDiffers(_Condition):
+class SettingDiffers(PresetCondition):
     """A tune preset's setting is missing from its file or has another value."""
 
     type: Literal["setting_differs"]
-    preset: str
     key: str | list[str] | None = None
     unset_counts: bool = Field(
         default=True,
@@ -111,20 +113,18 @@ class SettingDiffers(_Condition):
     )
 
 
-class SettingBelow(_Condition):
+class SettingBelow(PresetCondition):
     """A numeric setting is set below a threshold (e.g. a size in MB where bytes are expected)."""
 
     type: Literal["setting_below"]
-    preset: str
     key: str | list[str]
     below: float
 
 
-class SettingAbsolutePath(_Condition):
+class SettingAbsolutePath(PresetCondition):
     """A setting that must hold relative paths holds an absolute one."""
 
     type: Literal["setting_absolute_path"]
-    preset: str
     key: str | list[str]
 
 
@@ -132,7 +132,7 @@ class PolicyValueBelow(_Condition):
     """A browser policy (e.g. DiskCacheSize, in bytes) is set below a threshold."""
 
     type: Literal["policy_value_below"]
-    browser: Literal["chrome", "edge", "chromium"]
+    browser: Browser
     policy: str
     below: float
 

@@ -13,13 +13,13 @@ import json
 import plistlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from cachedoctor.host import Host
 from cachedoctor.locate.files import FileView, OverlayFiles
 
 Browser = Literal["chrome", "edge", "chromium"]
-BROWSERS: tuple[Browser, ...] = ("chrome", "edge", "chromium")
+BROWSERS: tuple[Browser, ...] = get_args(Browser)
 
 LINUX_DIRS: dict[str, tuple[str, ...]] = {
     "chrome": ("/etc/opt/chrome/policies/managed",),

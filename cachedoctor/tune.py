@@ -34,6 +34,7 @@ from cachedoctor.configedit import (
 )
 from cachedoctor.errors import OperationFailed, RefusedError, UserInputError
 from cachedoctor.host import Host
+from cachedoctor.profiles.base import ENV_PRESET
 
 if TYPE_CHECKING:
     from cachedoctor.envvars import EnvResult
@@ -158,7 +159,7 @@ def preset_target(profile: Profile, preset: TunePreset | str, host: Host, *, fil
 
     if isinstance(preset, str):
         preset = profile.preset(preset)
-    if preset.format == "env":
+    if preset.format == ENV_PRESET:
         return None
     if file is not None:
         return Path(to_host_path(file, host))
@@ -180,7 +181,7 @@ def plan_tune(profile: Profile, preset_id: str | None, host: Host, *, file: str 
               workspace: str | None = None) -> TunePlan:
     """What applying the preset would change, computed without touching anything."""
     preset = choose_preset(profile, preset_id, workspace=workspace)
-    if preset.format == "env":
+    if preset.format == ENV_PRESET:
         return _plan_env(profile, preset, host)
     if workspace is not None and preset.workspace_file is None and file is None:
         raise UserInputError(f"preset {preset.id!r} edits a user file, not a workspace: drop --workspace")
@@ -233,7 +234,7 @@ def _plan_env(profile: Profile, preset: TunePreset, host: Host) -> TunePlan:
             lines.append(f"+{change.key}={change.after}\n")
     already = all(managed.get(k) == v for k, v in env.items())
     diff = "" if already else "--- environment (before)\n+++ environment (after)\n" + "".join(lines)
-    return TunePlan(profile.id, preset, host, None, "env", changes, None, "", diff, already, env)
+    return TunePlan(profile.id, preset, host, None, ENV_PRESET, changes, None, "", diff, already, env)
 
 
 def _env_text(value: Any) -> str:
@@ -439,7 +440,7 @@ def undo_latest(profile: Profile, preset_id: str | None, host: Host, *, file: st
     preset = None
     if preset_id is not None or len(profile.tune) == 1:
         preset = choose_preset(profile, preset_id, workspace=workspace)
-    if preset is not None and preset.format == "env":
+    if preset is not None and preset.format == ENV_PRESET:
         return _undo_env(profile, preset, host, dry_run=dry_run)
     target = None
     if file is not None or workspace is not None:

@@ -25,7 +25,6 @@ Subject = tuple[str, ...]
 UNDO_LOCK = "history:undo"
 
 
-
 @dataclass(frozen=True)
 class UndoContext:
     host: Host
@@ -66,14 +65,6 @@ class UndoResult:
 
 def _refuse(change: Change, why: str, hint: str | None = None) -> RefusedError:
     return RefusedError(f"cannot undo change #{change.id} ({change.summary}): {why}", hint=hint)
-
-
-def _missing_capability(change: Change, what: str) -> RefusedError:
-    return _refuse(
-        change,
-        f"undoing a {change.kind!r} change needs {what}, which this build does not provide",
-        hint="revert it by hand with the matching cachedoctor command",
-    )
 
 
 def _field(change: Change, name: str) -> Any:
@@ -137,10 +128,8 @@ def _env_subjects(change: Change) -> set[Subject]:
 
 def _env_plan(change: Change, ctx: UndoContext) -> UndoPlan:
     host = ctx.host
-    try:
-        from cachedoctor import envvars
-    except ImportError:
-        raise _missing_capability(change, "cachedoctor.envvars") from None
+    from cachedoctor import envvars
+
     before, after = _env_vars(change.before), _env_vars(change.after)
     if not before and not after:
         raise _refuse(change, "the record does not say which variables changed")
@@ -176,10 +165,8 @@ def _tune_plan(change: Change, ctx: UndoContext) -> UndoPlan:
     """Delegates to `cachedoctor.tune.undo_change`, which restores the file whole when it is as
     the tune left it, reverts only the still-tuned keys when it was edited since, and refuses
     when nothing of the tune is left (or the file is gone or no longer parses)."""
-    try:
-        from cachedoctor import tune
-    except ImportError:
-        raise _missing_capability(change, "cachedoctor.tune") from None
+    from cachedoctor import tune
+
     preview = tune.undo_change(change, dry_run=True)
     steps = {
         "restore-backup": [f"put back {preview.file} as it was before the tune"],
@@ -208,10 +195,8 @@ def _move_plan(change: Change, ctx: UndoContext) -> UndoPlan:
     """Undo a move (or a policy relocation) by restoring the location, if it is still where
     this move put it: the relocation registry must name this very change."""
     host = ctx.host
-    try:
-        from cachedoctor.relocate import engine, journal
-    except ImportError:
-        raise _missing_capability(change, "cachedoctor.relocate") from None
+    from cachedoctor.relocate import engine, journal
+
     tool, location = change.tool, _field(change, "location")
     if not tool or not isinstance(location, str):
         raise _refuse(change, "the record does not name the tool and location")
@@ -276,10 +261,8 @@ _SCHEDULE_KEYS = ("installed", "job", "files", "cron_line", "on_calendar", "poli
 def _schedule_plan(change: Change, ctx: UndoContext) -> UndoPlan:
     """Put the recorded `before` state of the job back (`schedule.restore_state`: reinstall the
     previous job or remove it), if the job is still as the change left it."""
-    try:
-        from cachedoctor import schedule
-    except ImportError:
-        raise _missing_capability(change, "cachedoctor.schedule") from None
+    from cachedoctor import schedule
+
     backend = _field(change, "backend")
     if backend not in schedule.BACKENDS:
         raise _refuse(change, "the record does not name the scheduler backend")

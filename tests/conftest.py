@@ -1,5 +1,7 @@
-"""Shared fixtures. Every test runs with its own HOME and XDG folders, so nothing a test does
-(state, config, shell files, crontab aside) can touch the real user's files. As root on Linux
+"""Shared fixtures. Every test runs with its own HOME and XDG folders and with the scheduler
+doubles of tests/doubles/sandbox-bin first on PATH (`crontab` with a private spool, `systemctl`
+and `launchctl` that reach no manager), so nothing a test does (state, config, shell files,
+crontab, timers) can touch the real user's files or jobs. As root on Linux
 the whole session runs in a private mount namespace (see pytest_configure), so nothing a test
 mounts reaches the machine's mount table either."""
 
@@ -148,6 +150,9 @@ def user_cache_root(home: Path) -> Path:
     return home / ".cache"
 
 
+SANDBOX_BIN = Path(__file__).resolve().parent / "doubles" / "sandbox-bin"
+
+
 @pytest.fixture(autouse=True)
 def isolated_home(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
@@ -163,6 +168,10 @@ def isolated_home(
     ):
         monkeypatch.setenv(var, str(home / sub))
     monkeypatch.delenv("CACHEDOCTOR_PROFILES_DIR", raising=False)
+    if not IS_WINDOWS:  # the doubles are scripts; Windows has no cron, systemd or launchd
+        monkeypatch.setenv("PATH", f"{SANDBOX_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
+        monkeypatch.setenv("CRONTAB_DOUBLE_SPOOL", str(tmp_path_factory.mktemp("crontabs")))
+        monkeypatch.delenv("XDG_RUNTIME_DIR", raising=False)  # no user manager's bus either
     # The login shell decides which start-up files a new session reads and which get
     # cachedoctor's block: plain sh for every test, whatever the developer's own shell, and
     # the start-up files are only read (a real login shell would also run /etc/profile).

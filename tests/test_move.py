@@ -496,7 +496,7 @@ def test_windows_junction_required_refuses_symlink() -> None:
     from cachedoctor.errors import RefusedError
     from cachedoctor.host import Host
     from cachedoctor.profiles.model import LinkRelocation
-    from cachedoctor.relocate.methods import choose_link_kind
+    from cachedoctor.relocate.methods.link import choose_link_kind
 
     win = Host(os="windows", env={}, home="C:\\Users\\me")
     needs = LinkRelocation(method="link", windows_link="junction",

@@ -205,8 +205,13 @@ def test_every_quota_parses() -> None:
 def test_project_tools_say_what_is_unconfirmed() -> None:
     for tool in ("workbuddy", "astra", "grok", "claude"):
         notes = " ".join(PROFILES[tool].notes)
-        assert "project's source material" in notes
         assert "not independently confirmed" in notes
+
+
+def test_sources_are_public() -> None:
+    for profile in PROFILES.values():
+        internal = [s for s in profile.sources if not s.startswith(("https://", "http://"))]
+        assert not internal, (profile.id, internal)
 
 
 def test_every_env_relocation_uses_dest() -> None:

@@ -1,4 +1,6 @@
-"""The scheduled job: real `systemd-analyze verify`, a real crontab round trip, plist, schtasks."""
+"""The scheduled job: real `systemd-analyze verify`, a crontab round trip through the crontab(1)
+double with a private spool (tests/doubles/sandbox-bin; never the real user's crontab), plist,
+schtasks."""
 
 from __future__ import annotations
 
@@ -7,7 +9,6 @@ import plistlib
 import shutil
 import subprocess
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,15 +29,20 @@ from cachedoctor.schedule import (
     state_of,
     systemd,
 )
-from tests.conftest import IS_LINUX, IS_MACOS, needs_linux, needs_posix_paths, result_of, run_cli
+from tests.conftest import (
+    IS_MACOS,
+    IS_WINDOWS,
+    SANDBOX_BIN,
+    needs_linux,
+    needs_posix_paths,
+    result_of,
+    run_cli,
+)
 
 needs_systemd_analyze = pytest.mark.skipif(
     shutil.which("systemd-analyze") is None, reason="systemd-analyze is not installed"
 )
-needs_crontab = pytest.mark.skipif(
-    not IS_LINUX or shutil.which("crontab") is None,
-    reason="needs Linux with crontab installed (apt-get install cron); never touch a dev Mac's",
-)
+needs_crontab = pytest.mark.skipif(IS_WINDOWS, reason="the crontab double is a POSIX script")
 
 
 TS = "{http://schemas.microsoft.com/windows/2004/02/mit/task}"
@@ -158,18 +164,17 @@ def test_systemd_install_replaces_and_remove_cleans_up(isolated_home: Path, fake
     assert systemd.installed_calendar(host) == "Mon *-*-* 05:15:00"
 
 
-@pytest.fixture
-def crontab_backup() -> Iterator[None]:
-    if not IS_LINUX or shutil.which("crontab") is None:
-        pytest.skip("needs Linux with crontab installed (apt-get install cron)")
-    saved = subprocess.run(["crontab", "-l"], capture_output=True, text=True, check=False)
-    try:
-        yield
-    finally:
-        if saved.returncode == 0:
-            subprocess.run(["crontab", "-"], input=saved.stdout, text=True, check=True)
-        else:
-            subprocess.run(["crontab", "-r"], capture_output=True, check=False)
+@needs_crontab
+def test_tests_reach_only_the_crontab_double() -> None:
+    assert shutil.which("crontab") == str(SANDBOX_BIN / "crontab")
+    assert shutil.which("systemctl") == str(SANDBOX_BIN / "systemctl")
+    assert Path(os.environ["CRONTAB_DOUBLE_SPOOL"]).is_dir()
+
+
+def _spool() -> Path:
+    import pwd
+
+    return Path(os.environ["CRONTAB_DOUBLE_SPOOL"]) / pwd.getpwuid(os.getuid()).pw_name
 
 
 def test_cron_line_and_merge_are_pure() -> None:
@@ -187,8 +192,7 @@ def test_cron_line_and_merge_are_pure() -> None:
 
 
 @needs_crontab
-@pytest.mark.usefixtures("crontab_backup")
-def test_real_crontab_round_trip(isolated_home: Path, fake_exe: Path) -> None:
+def test_crontab_round_trip(isolated_home: Path, fake_exe: Path) -> None:
     others = '# my own jobs\nMAILTO=""\n17 2 * * * /usr/bin/true backup\n'
     subprocess.run(["crontab", "-"], input=others, text=True, check=True)
     host = host_for(isolated_home)
@@ -203,12 +207,20 @@ def test_real_crontab_round_trip(isolated_home: Path, fake_exe: Path) -> None:
     remove_schedule("cron", host)
     text = subprocess.run(["crontab", "-l"], capture_output=True, text=True, check=True).stdout
     assert text == others
+    assert _spool().read_text() == others  # the private spool, not the user's crontab
 
 
 @needs_crontab
-@pytest.mark.usefixtures("crontab_backup")
 def test_cli_install_status_remove_with_cron(isolated_home: Path) -> None:
-    subprocess.run(["crontab", "-r"], capture_output=True, check=False)
+    import pwd
+
+    user = pwd.getpwuid(os.getuid()).pw_name
+    plan = run_cli("schedule", "install", "--backend", "cron", "--dry-run")
+    assert plan.returncode == 0, plan.stderr
+    assert f"rewrites the crontab of user {user}" in plan.stdout
+    assert not _spool().exists()
+    assert result_of(run_cli("schedule", "install", "--backend", "cron", "--dry-run", "--json"))[
+        "crontab_user"] == user
     proc = run_cli(
         "schedule",
         "install",
@@ -226,6 +238,8 @@ def test_cli_install_status_remove_with_cron(isolated_home: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     doc = result_of(proc)
     assert doc["backend"] == "cron" and doc["cron_line"].startswith("2 1 * * * ")
+    assert doc["crontab_user"] == user
+    assert "cachedoctor-clean" in _spool().read_text()
     assert doc["policy"]["older_than_seconds"] == 14 * 86400
     status = result_of(run_cli("schedule", "status", "--json"))
     (cron_entry,) = [b for b in status["backends"] if b["backend"] == "cron"]

@@ -116,7 +116,8 @@ Gone = Callable[[Entry], bool]  # True when no unit that stays uses this entry
 
 
 class UnitType(Protocol):
-    """One registered kind of unit (`units: - type: NAME` in a profile)."""
+    """One registered kind of unit (`units: - type: NAME` in a profile). Each type subclasses
+    it, so the optional parts below have their defaults (no structure to pin, no revisions)."""
 
     def find(self, spec: Any, tree: Tree) -> tuple[list[Unit], list[Garbage]]:
         """The units and the garbage of one declaration in this listing."""
@@ -126,6 +127,18 @@ class UnitType(Protocol):
         """The steps that delete `unit`; shared parts only where `gone` says nobody else
         keeps them."""
         ...
+
+    def pinned(self, spec: Any, tree: Tree) -> list[str]:
+        """Structure of the store that file rules must leave alone (relative paths)."""
+        return []
+
+    def revision_removal(self, unit: Unit, tree: Tree, commit: str, gone: Gone) -> list[Step]:
+        """The steps that delete one revision of `unit` (none where units have no revisions)."""
+        return []
+
+    def commit_of(self, unit: Unit, wanted: str) -> str | None:
+        """The revision of `unit` that `wanted` names (a commit or a ref), if any."""
+        return None
 
 
 def folder_removal(tree: Tree, rel: str, what: str = "") -> list[Step]:

@@ -4,12 +4,20 @@ independent entry the tool re-fetches or rebuilds when missing, so it is evicted
 
 from __future__ import annotations
 
-from cachedoctor.cacheunits.base import Garbage, Gone, Step, Unit, folder_removal, match_folders
+from cachedoctor.cacheunits.base import (
+    Garbage,
+    Gone,
+    Step,
+    Unit,
+    UnitType,
+    folder_removal,
+    match_folders,
+)
 from cachedoctor.cacheunits.tree import Tree
 from cachedoctor.profiles.model import ContentAddressedUnits
 
 
-class ContentAddressed:
+class ContentAddressed(UnitType):
     def find(self, spec: ContentAddressedUnits, tree: Tree) -> tuple[list[Unit], list[Garbage]]:
         return [Unit(id=rel or ".", type="content-addressed", path=rel, members=[rel],
                      file_level=True, flags=["content-addressed: evicted file by file"])

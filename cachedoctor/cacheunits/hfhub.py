@@ -27,6 +27,7 @@ from cachedoctor.cacheunits.base import (
     Revision,
     Step,
     Unit,
+    UnitType,
     folder_removal,
     names_step,
     read_small,
@@ -51,7 +52,7 @@ class _Repo:
     dangling: list[str]  # snapshot links to missing blobs
 
 
-class HfHub:
+class HfHub(UnitType):
     def find(self, spec: HfHubUnits, tree: Tree) -> tuple[list[Unit], list[Garbage]]:
         units: list[Unit] = []
         garbage: list[Garbage] = []

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import json
 
-from cachedoctor.cacheunits.base import Garbage, Gone, Step, Unit, names_step, read_small
+from cachedoctor.cacheunits.base import Garbage, Gone, Step, Unit, UnitType, names_step, read_small
 from cachedoctor.cacheunits.tree import Tree
 from cachedoctor.profiles.model import OllamaUnits
 
@@ -42,7 +42,7 @@ def _digests(text: str) -> list[str] | None:
     return [d.replace(":", "-", 1) for d in digests if isinstance(d, str) and d]
 
 
-class OllamaModels:
+class OllamaModels(UnitType):
     def find(self, spec: OllamaUnits, tree: Tree) -> tuple[list[Unit], list[Garbage]]:
         units: list[Unit] = []
         used: set[str] = set()

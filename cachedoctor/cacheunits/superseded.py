@@ -3,12 +3,20 @@
 
 from __future__ import annotations
 
-from cachedoctor.cacheunits.base import Garbage, Gone, Step, Unit, folder_removal, match_folders
+from cachedoctor.cacheunits.base import (
+    Garbage,
+    Gone,
+    Step,
+    Unit,
+    UnitType,
+    folder_removal,
+    match_folders,
+)
 from cachedoctor.cacheunits.tree import Tree
 from cachedoctor.profiles.model import SupersededUnits
 
 
-class Superseded:
+class Superseded(UnitType):
     def find(self, spec: SupersededUnits, tree: Tree) -> tuple[list[Unit], list[Garbage]]:
         successor = tree.get(spec.by.strip("/"))
         units: list[Unit] = []

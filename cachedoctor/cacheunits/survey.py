@@ -67,8 +67,7 @@ def survey(root: str, specs: Sequence[Any], *, rules: Rules = Rules(),
     seen: set[str] = set()
     for spec in specs:
         kind = unit_type(spec.type)
-        pinned = getattr(kind, "pinned", None)  # structure file rules must leave alone
-        result.pinned.extend(pinned(spec, tree) if pinned is not None else [])
+        result.pinned.extend(kind.pinned(spec, tree))  # structure file rules must leave alone
         units, garbage = kind.find(spec, tree)
         for unit in units:
             if unit.id not in seen:  # two declarations over one folder: the first one names it

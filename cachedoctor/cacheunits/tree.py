@@ -90,10 +90,6 @@ class Tree:
                     if child is not None:
                         stack.append(child)
 
-    def kept_below(self, rel: str) -> list[str]:
-        prefix = f"{rel}/" if rel else ""
-        return [k for k in self.kept if not rel or k.startswith(prefix)]
-
     def names_inside(self, inode: tuple[int, int]) -> int:
         """How many names this inode has in the location (hard links counted by name)."""
         if self._names is None:

@@ -507,8 +507,7 @@ def _plan_named_units(target: Target, policy: Policy, s: Survey) -> set[str]:
         if unit is None or unit.tool_only is not None:
             continue
         if revision:
-            commit_of = getattr(unit_type(unit.type), "commit_of", None)
-            commit = commit_of(unit, revision) if commit_of is not None else None
+            commit = unit_type(unit.type).commit_of(unit, revision)
             if commit is None:
                 continue
             chosen.append((unit.id, commit))
@@ -561,8 +560,7 @@ def unit_steps(s: Survey, chosen: list[tuple[str, str | None]]
             continue
         kind = unit_type(unit.type)
         if rev is not None:
-            revision_removal = getattr(kind, "revision_removal", None)
-            steps = revision_removal(unit, s.tree, rev, gone) if revision_removal else []
+            steps = kind.revision_removal(unit, s.tree, rev, gone)
         else:
             steps = kind.removal(unit, s.tree, gone)
         out.append(((uid, rev), steps))

@@ -43,8 +43,9 @@ def move(
         help="Parent folder: the cache lands in DEST/<tool> (or DEST/<tool>/<location>).")],
     location: LocationOption = None,
     method: Annotated[str | None, typer.Option(
-        "--method", metavar="link|env|policy|config",
-        help="How the tool finds the new place (default: the profile's first choice).")] = None,
+        "--method", metavar="METHOD",
+        help="How the tool finds the new place: one of the methods `cachedoctor profiles show "
+             "TOOL` lists (default: the profile's first choice).")] = None,
     link: Annotated[str | None, typer.Option(
         "--link", metavar="junction|symlink",
         help="Link kind for --method link (default: junction on Windows, symlink elsewhere).")] = None,
@@ -66,10 +67,11 @@ def move(
     from cachedoctor.host import Host
     from cachedoctor.locking import cache_lock
     from cachedoctor.relocate import execute_move, plan_move
+    from cachedoctor.relocate.methods import NAMES
     from cachedoctor.relocate.plan import choose_locations
 
-    if method is not None and method not in ("link", "env", "policy", "config"):
-        raise UserInputError(f"--method must be link, env, policy or config, not {method!r}")
+    if method is not None and method not in NAMES:
+        raise UserInputError(f"--method must be one of {', '.join(NAMES)}, not {method!r}")
     if link is not None and link not in ("junction", "symlink"):
         raise UserInputError(f"--link must be junction or symlink, not {link!r}")
     if verify not in ("size", "hash"):

@@ -65,14 +65,13 @@ def install(
     from cachedoctor.clean import DEFAULT_SCHEDULE_KINDS, ScheduledPolicy
     from cachedoctor.errors import UserInputError
     from cachedoctor.host import Host
+    from cachedoctor.profiles.model import LOCATION_KINDS
     from cachedoctor.schedule import (
-        cron,
         install_schedule,
-        launchd,
         make_job,
         parse_schedule,
         pick_backend,
-        systemd,
+        preview_install,
     )
     from cachedoctor.sizes import parse_age
 
@@ -80,17 +79,7 @@ def install(
     schedule = parse_schedule(every, at)
     age = None if older_than.strip().lower() in ("off", "none", "0") else parse_age(older_than)
     kinds = tuple(kind or DEFAULT_SCHEDULE_KINDS)
-    allowed = {
-        "cache",
-        "temp",
-        "models",
-        "packages",
-        "build",
-        "logs",
-        "data",
-        "environments",
-        "downloads",
-    }
+    allowed = set(LOCATION_KINDS)
     bad = [k for k in kinds if k not in allowed]
     if bad:
         raise UserInputError(
@@ -104,18 +93,7 @@ def install(
     name = pick_backend(backend, host)
     job = make_job(schedule)
     preview: dict[str, Any] = {"backend": name, "job": job.to_json(), "policy": policy.to_json()}
-    if name == "systemd":
-        preview["files"] = systemd.unit_files(job, host)
-    elif name == "cron":
-        preview["cron_line"] = cron.cron_line(job)
-    elif name == "launchd":
-        preview["files"] = {str(launchd.plist_path(host)): "(plist)"}
-    else:
-        from cachedoctor.schedule import schtasks_plan
-
-        task_file, xml, command = schtasks_plan(job, host)
-        preview["files"] = {str(task_file): xml}
-        preview["command"] = command
+    preview.update(preview_install(job, host, name))
     if dry_run or not yes:
         if json_out and dry_run:
             emit_json({"dry_run": True, **preview})
@@ -135,7 +113,7 @@ def install(
     for path in result.files:
         info(f"  wrote {path}")
     if result.cron_line:
-        info(f"  crontab: {result.cron_line}")
+        info(f"  crontab of user {result.crontab_user}: {result.cron_line}")
     for note in result.notes:
         info(f"  note: {note}")
 
@@ -248,6 +226,7 @@ def _show_preview(preview: dict[str, Any], when: str) -> None:
         console.print(f"--- {path}", markup=False)
         console.print(text.rstrip(), markup=False, highlight=False)
     if preview.get("cron_line"):
-        console.print(f"crontab line: {preview['cron_line']}", markup=False)
+        console.print(f"crontab line (rewrites the crontab of user {preview['crontab_user']}, "
+                      "keeping its other lines): " + preview["cron_line"], markup=False)
     if preview.get("command"):
         console.print(f"command: {' '.join(preview['command'])}", markup=False)

@@ -21,6 +21,7 @@ from cachedoctor import conditions as c
 from cachedoctor.doctor.report import Hit
 from cachedoctor.drives import DriveInfo
 from cachedoctor.host import Host
+from cachedoctor.profiles.base import ENV_PRESET
 from cachedoctor.profiles.model import Check, Location, Profile, TunePreset
 
 if TYPE_CHECKING:
@@ -244,7 +245,7 @@ def _read_settings(
         (s.key, s.value) for s in _settings_of(preset, key)
     ] or ([(key, None)] if key is not None else [])
     rows: list[tuple[str | list[str], Any, Any]] = []
-    if preset.format == "env":
+    if preset.format == ENV_PRESET:
         for name, wanted in wanted_rows:
             seen = ctx.host.getenv(_key_text(name))
             rows.append((name, wanted, MISSING if seen is None else seen))
@@ -446,9 +447,8 @@ def evaluate_check(check: Check, ctx: Context) -> list[Hit]:
     file_path: str | None = None
     bound: list[tuple[str, str, list[Hit]]] = []
     for cond, hits in results:
-        location = getattr(cond, "location", None)
-        if isinstance(location, str):
-            bound.append((location, cond.type, hits))
+        if isinstance(cond, c.LocationCondition):
+            bound.append((cond.location, cond.type, hits))
             continue
         for hit in hits:
             facts.update(hit.facts)

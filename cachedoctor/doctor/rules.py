@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from cachedoctor.doctor.fixes import command, suggest_dest
 from cachedoctor.doctor.report import Finding, Severity
 from cachedoctor.profiles.model import LinkRelocation, Profile
+from cachedoctor.relocate.methods import method_of
 
 if TYPE_CHECKING:
     from cachedoctor.drives import DriveInfo
@@ -202,7 +203,7 @@ def service_env(ctx: RuleContext) -> list[Finding]:
         return []
     name = setting.env[0]
     record = ctx.picture.record
-    wanted = record.base if record is not None and record.method == "env" else None
+    wanted = record.base if record is not None and method_of(record.method).sets_variables else None
     have = service.values.get(name, (None, ""))[0]
     user_value = ctx.world.persistent(name)
     if wanted is None:

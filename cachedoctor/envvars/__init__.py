@@ -89,11 +89,6 @@ def managed_variables(host: Host) -> dict[str, str]:
     return _load_store()
 
 
-def visible(name: str, host: Host) -> str | None:
-    """The value the given host environment (usually this process) sees."""
-    return host.getenv(name)
-
-
 def validate(values: Mapping[str, str | None], host: Host) -> None:
     from cachedoctor.envvars.posix import NAME_RE
 

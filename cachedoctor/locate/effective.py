@@ -32,6 +32,7 @@ from cachedoctor.profiles.model import (
     Profile,
     Setting,
 )
+from cachedoctor.relocate.methods import method_of
 from cachedoctor.resolve import (
     Trace,
     UnresolvedVariable,
@@ -633,7 +634,7 @@ def _conflicts(record: Operation, places: tuple[Place, ...], world: World) -> li
     """Where the tool's settings (or links) now disagree with cachedoctor's record of a move."""
     host = world.host
     wanted = {_key(p.dest, host) for p in record.pairs}
-    if record.method == "link":
+    if method_of(record.method).leaves_link:
         out = []
         for pair in record.pairs:
             link = world.files.link(pair.source)

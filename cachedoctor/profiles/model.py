@@ -6,162 +6,56 @@ This is the single definition of the format: the loader validates against it, an
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args
 
 from pydantic import (
-    AfterValidator,
-    BaseModel,
-    ConfigDict,
     Discriminator,
     Field,
     Tag,
-    ValidationInfo,
     field_validator,
     model_validator,
 )
 
-from cachedoctor.conditions import Condition
+from cachedoctor.conditions import Condition, LocationCondition, PresetCondition
 from cachedoctor.host import Host, OsName
+from cachedoctor.policies import Browser
+from cachedoctor.profiles.base import (
+    ConfigFormat,
+    PathsPerOs,
+    PerOs,
+    ProfileModel,
+    TuneFormat,
+    listify,
+)
+from cachedoctor.relocate.methods import ENTRIES, RelocationEntry
+from cachedoctor.relocate.methods.config import ConfigRelocation as ConfigRelocation
+from cachedoctor.relocate.methods.env import EnvRelocation as EnvRelocation
+from cachedoctor.relocate.methods.link import LinkRelocation as LinkRelocation
+from cachedoctor.relocate.methods.policy import PolicyRelocation as PolicyRelocation
 
 Identifier = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=64)]
 PathTemplates = Annotated[list[str], Field(min_length=1)]
 Category = Literal[
     "ai", "browser", "ide", "package", "build", "test", "container", "system", "other"
 ]
-CATEGORIES: tuple[str, ...] = (
-    "ai", "browser", "ide", "package", "build", "test", "container", "system", "other"
-)
+CATEGORIES: tuple[str, ...] = get_args(Category)
+LocationKind = Literal[
+    "cache", "temp", "models", "packages", "build", "logs", "data", "environments", "downloads"
+]
+LOCATION_KINDS: tuple[str, ...] = get_args(LocationKind)
 
 
-def _known_format(name: str) -> str:
-    from cachedoctor.configedit.formats import NAMES
-
-    if name not in NAMES:
-        raise ValueError(f"unknown config format {name!r}; expected one of {', '.join(NAMES)}")
-    return name
-
-
-def _writable_format(name: str) -> str:
-    from cachedoctor.configedit.formats import WRITABLE
-
-    if _known_format(name) not in WRITABLE:
-        raise ValueError(f"cachedoctor reads {name} files but does not write them; expected one "
-                         f"of {', '.join(WRITABLE)}")
-    return name
-
-
-# The names of the config-format registry (`cachedoctor.configedit.formats`).
-ConfigFormat = Annotated[str, AfterValidator(_known_format)]
-# Formats cachedoctor can also write (format-preserving); `properties` and `xml` are read only.
-WritableFormat = Annotated[str, AfterValidator(_writable_format)]
 Capability = Literal["symlinks", "hardlinks", "case_sensitive", "modes"]
 
-
-class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-def _listify(value: Any) -> Any:
-    return [value] if isinstance(value, str) else value
-
-
-class PerOs(_Model):
-    """Values per OS. `wsl` falls back to `linux`; a missing OS means "not on that OS"."""
-
-    windows: list[str] | None = None
-    macos: list[str] | None = None
-    linux: list[str] | None = None
-    wsl: list[str] | None = None
-
-    @field_validator("windows", "macos", "linux", "wsl", mode="before")
-    @classmethod
-    def _one_or_many(cls, value: Any) -> Any:
-        return _listify(value)
-
-    def for_host(self, host: Host) -> list[str]:
-        for key in host.profile_keys:
-            values = getattr(self, key)
-            if values is not None:
-                return list(values)
-        return []
+# A location's `relocate:` entry: one entry type per registered relocation method (each also
+# importable from here), told apart by `method`; `cachedoctor.relocate.methods` lists them.
+if TYPE_CHECKING:
+    Relocation = RelocationEntry
+else:
+    Relocation = Annotated[Union[ENTRIES], Field(discriminator="method")]  # noqa: UP007
 
 
-class PathsPerOs(PerOs):
-    """Per-OS path templates; their syntax is checked when the profile loads."""
-
-    @field_validator("windows", "macos", "linux", "wsl")
-    @classmethod
-    def _valid_templates(cls, values: list[str] | None, info: ValidationInfo) -> list[str] | None:
-        from cachedoctor.resolve import check_template
-
-        os_name: OsName = "linux" if info.field_name == "wsl" else info.field_name  # type: ignore[assignment]
-        for template in values or []:
-            check_template(template, os_name)  # a UserInputError is a ValueError: pydantic reports it
-        return values
-
-
-class LinkRelocation(_Model):
-    """Move the folder and leave a link at the old path."""
-
-    method: Literal["link"]
-    windows_link: Literal["junction", "symlink", "any"] = Field(
-        default="any",
-        description="Link kind required on Windows; `junction` when the tool resolves symlinks "
-        "back to their target (e.g. with GetFinalPathNameByHandle).",
-    )
-    why: str | None = None
-
-
-class EnvRelocation(_Model):
-    """Point the tool at the new folder with environment variables."""
-
-    method: Literal["env"]
-    vars: dict[str, str] = Field(
-        min_length=1,
-        description="Variable name -> value template; `{dest}` is the new cache folder.",
-    )
-    scope: Literal["user", "service"] = Field(
-        default="user",
-        description="`service`: the variable is read by a background service, which needs its own change.",
-    )
-    service: PerOs | None = Field(
-        default=None,
-        description="Per OS, the exact instructions to change the service's environment.",
-    )
-    why: str | None = None
-
-
-class PolicyRelocation(_Model):
-    """A browser's managed `DiskCacheDir` policy."""
-
-    method: Literal["policy"]
-    browser: Literal["chrome", "edge", "chromium"]
-    policy: str = "DiskCacheDir"
-    why: str | None = None
-
-
-class ConfigRelocation(_Model):
-    """A key in the tool's own config file (pip.conf `cache-dir`, .npmrc `cache`, .condarc `pkgs_dirs`)."""
-
-    method: Literal["config"]
-    file: PathsPerOs
-    format: WritableFormat
-    key: str | list[str] = Field(description="A flat key, or a list of nested keys.")
-    section: str | None = Field(
-        default=None, description="INI section, e.g. `global` for pip.conf."
-    )
-    value: str = Field(default="{dest}", description="Value template; `{dest}` is the new folder.")
-    as_list: bool = Field(default=False, description="Store the value as the first item of a list.")
-    why: str | None = None
-
-
-Relocation = Annotated[
-    Union[LinkRelocation, EnvRelocation, PolicyRelocation, ConfigRelocation],  # noqa: UP007
-    Field(discriminator="method"),
-]
-
-
-class ConfigKey(_Model):
+class ConfigKey(ProfileModel):
     """One key of the tool's own config files."""
 
     file: PathsPerOs = Field(
@@ -173,7 +67,7 @@ class ConfigKey(_Model):
     section: str | None = Field(default=None, description="INI section, e.g. `global`.")
 
 
-class ServiceRef(_Model):
+class ServiceRef(ProfileModel):
     """The background service whose own environment a variable must be in."""
 
     systemd: str | None = Field(
@@ -183,7 +77,7 @@ class ServiceRef(_Model):
     )
 
 
-class IgnoredWhen(_Model):
+class IgnoredWhen(ProfileModel):
     """A variable that makes the tool skip a setting (pip with `PIP_CONFIG_FILE=/dev/null`
     reads no config file; uv with `UV_CONFIG_FILE` set reads that file instead of the user's)."""
 
@@ -195,7 +89,7 @@ class IgnoredWhen(_Model):
     )
 
 
-class _Setting(_Model):
+class _Setting(ProfileModel):
     ignored_when: list[IgnoredWhen] = Field(
         default_factory=list,
         description="The tool skips the setting when any of these holds.",
@@ -234,7 +128,7 @@ class EnvSetting(_Setting):
     @field_validator("env", mode="before")
     @classmethod
     def _one_or_many(cls, value: Any) -> Any:
-        return _listify(value)
+        return listify(value)
 
 
 class ConfigSetting(_Setting):
@@ -250,7 +144,7 @@ class PolicySetting(_Setting):
     """A managed browser policy (`DiskCacheDir`)."""
 
     policy: str = "DiskCacheDir"
-    browser: Literal["chrome", "edge", "chromium"]
+    browser: Browser
 
 
 def _setting_tag(value: Any) -> str | None:
@@ -276,7 +170,7 @@ Setting = Annotated[
 ]
 
 
-class AskTool(_Model):
+class AskTool(ProfileModel):
     """Ask the installed tool where its cache is (`cachedoctor where --ask-tools`)."""
 
     command: list[str] = Field(min_length=1, description="argv; argv[0] is looked up on PATH.")
@@ -292,20 +186,20 @@ class AskTool(_Model):
         return {"command": value} if isinstance(value, list) else value
 
 
-class HfHubUnits(_Model):
+class HfHubUnits(ProfileModel):
     """Hugging Face hub repos (`models--org--name`, `datasets--...`, `spaces--...`): revisions
     (`snapshots/<rev>` + `refs/*`) over shared `blobs/`."""
 
     type: Literal["hf-hub"]
 
 
-class OllamaUnits(_Model):
+class OllamaUnits(ProfileModel):
     """Ollama models: `manifests/<registry>/<ns>/<model>/<tag>` referencing `blobs/sha256-*`."""
 
     type: Literal["ollama-models"]
 
 
-class EntryUnits(_Model):
+class EntryUnits(ProfileModel):
     """Each child of `under` (a folder relative to the location; a glob is allowed) is one
     independent unit: pip `wheels/`, Cargo `registry/src/*`, Gradle `caches/modules-2/files-2.1`."""
 
@@ -313,7 +207,7 @@ class EntryUnits(_Model):
     under: str = "."
 
 
-class ContentAddressedUnits(_Model):
+class ContentAddressedUnits(ProfileModel):
     """A store the tool itself indexes (npm `_cacache`, pip `http-v2`): single files are
     independent, so file-level least-recently-used eviction is right."""
 
@@ -321,7 +215,7 @@ class ContentAddressedUnits(_Model):
     under: str = "."
 
 
-class ToolOnlyUnits(_Model):
+class ToolOnlyUnits(ProfileModel):
     """Only the tool's own command may clean this store (hard links or symlinks into its
     consumers, read-only files, an index of its own)."""
 
@@ -329,7 +223,7 @@ class ToolOnlyUnits(_Model):
     why: str
 
 
-class SupersededUnits(_Model):
+class SupersededUnits(ProfileModel):
     """A folder the tool stopped using once `by` (relative to the location) exists: pip's
     pre-23.3 `http/` beside `http-v2/`. Garbage for `clean --prune` while `by` is there."""
 
@@ -346,7 +240,7 @@ UnitSpec = Annotated[
 ]
 
 
-class CleanSpec(_Model):
+class CleanSpec(ProfileModel):
     """How a location is emptied: the tool's own command when it exists, otherwise file rules."""
 
     command: list[str] | None = Field(
@@ -364,13 +258,11 @@ class CleanSpec(_Model):
     )
 
 
-class Location(_Model):
+class Location(ProfileModel):
     id: Identifier
     name: str | None = None
     description: str | None = None
-    kind: Literal[
-        "cache", "temp", "models", "packages", "build", "logs", "data", "environments", "downloads"
-    ] = "cache"
+    kind: LocationKind = "cache"
     paths: PathsPerOs
     safe_to_delete: bool
     relocate: list[Relocation] = Field(default_factory=list)
@@ -436,7 +328,7 @@ class Location(_Model):
         return value
 
 
-class TuneSetting(_Model):
+class TuneSetting(ProfileModel):
     key: str | list[str] = Field(
         description="A string is ONE key, dots included (`grok.code.cacheSize`); "
         "a list is a path of nested keys (`[cache, ttl]`).",
@@ -444,7 +336,7 @@ class TuneSetting(_Model):
     value: Any
 
 
-class TunePreset(_Model):
+class TunePreset(ProfileModel):
     id: Identifier
     description: str | None = None
     file: PathsPerOs | None = Field(default=None, description="Target file per OS.")
@@ -452,7 +344,7 @@ class TunePreset(_Model):
         default=None,
         description="Target relative to `--workspace DIR`, e.g. `.vscode/settings.json`.",
     )
-    format: Literal["jsonc", "json", "yaml", "toml", "env"]
+    format: TuneFormat
     create: bool = Field(default=False, description="Create the file (and folders) when missing.")
     settings: list[TuneSetting] = Field(min_length=1)
     effect: str | None = Field(default=None, description="What the preset changes, as measured.")
@@ -464,7 +356,7 @@ class TunePreset(_Model):
         return self
 
 
-class Check(_Model):
+class Check(ProfileModel):
     id: Identifier
     severity: Literal["error", "warning", "hint"]
     when: list[Condition] = Field(min_length=1, description="All conditions must hold.")
@@ -481,7 +373,7 @@ class Check(_Model):
         return [value] if isinstance(value, dict) else value
 
 
-class Profile(_Model):
+class Profile(ProfileModel):
     id: Identifier
     name: str
     category: Category = "other"
@@ -514,12 +406,12 @@ class Profile(_Model):
         for c_index, check in enumerate(self.checks):
             for w_index, cond in enumerate(check.when):
                 where: tuple[str | int, ...] = ("checks", c_index, "when", w_index)
-                loc = getattr(cond, "location", None)
+                loc = cond.location if isinstance(cond, LocationCondition) else None
                 if loc is not None and loc not in location_ids:
                     problems.append(
                         ((*where, "location"), f"unknown location {loc!r}; known: {', '.join(location_ids)}")
                     )
-                preset = getattr(cond, "preset", None)
+                preset = cond.preset if isinstance(cond, PresetCondition) else None
                 if preset is not None and preset not in preset_ids:
                     known = ", ".join(preset_ids) or "none"
                     problems.append(((*where, "preset"), f"unknown tune preset {preset!r}; known: {known}"))

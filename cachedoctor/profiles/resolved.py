@@ -43,7 +43,3 @@ def location_paths(
                 seen.add(path)
                 found.append(LocationPath(profile.id, location, path))
     return found
-
-
-def is_present(profile: Profile, host: Host) -> bool:
-    return bool(location_paths(profile, host))

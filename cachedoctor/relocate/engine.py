@@ -296,7 +296,7 @@ def _abort(op: Operation, host: Host) -> bool:
 
 def _rollback_pairs(op: Operation, host: Host) -> list[str]:
     messages: list[str] = []
-    if op.method != "link" and op.at_least("swapped"):
+    if not methods.method_of(op.method).leaves_link and op.at_least("swapped"):  # links: below
         messages += methods.revert(op, host)
     for pair in op.pairs:
         src, dst = pair.source, pair.dest
@@ -337,7 +337,7 @@ def _rollback_pairs(op: Operation, host: Host) -> list[str]:
 def _record_move(op: Operation) -> int:
     from cachedoctor import history
 
-    kind = "policy" if op.method == "policy" else "move"
+    kind = methods.method_of(op.method).history_kind
     sources = [p.source for p in op.pairs]
     before = {"tool": op.tool, "location": op.location, "method": op.method,
               "original_path": sources[0], "original_paths": sources}

@@ -79,10 +79,6 @@ class Operation:
         known = set(cls.__dataclass_fields__)
         return cls(**{k: v for k, v in data.items() if k in known})
 
-    def phase_index(self) -> int:
-        phases = MOVE_PHASES if self.kind == "move" else RESTORE_PHASES
-        return phases.index(self.phase)
-
     def at_least(self, phase: str) -> bool:
         phases = MOVE_PHASES if self.kind == "move" else RESTORE_PHASES
         return phases.index(self.phase) >= phases.index(phase)
@@ -91,11 +87,11 @@ class Operation:
         return "".join(f" --profiles-dir {shlex.quote(d)}" for d in self.profiles_dirs)
 
     def move_command(self) -> str:
-        link = ""
-        if self.method == "link" and self.settings.get("link_kind"):
-            link = f" --link {self.settings['link_kind']}"
+        from cachedoctor.relocate.methods import method_of
+
+        options = method_of(self.method).command_options(self.settings)
         return (f"cachedoctor{self._global_args()} move {self.tool} {shlex.quote(self.dest_root)} "
-                f"--location {self.location} --method {self.method}{link}")
+                f"--location {self.location} --method {self.method}{options}")
 
     def restore_command(self) -> str:
         return f"cachedoctor{self._global_args()} restore {self.tool} --location {self.location}"

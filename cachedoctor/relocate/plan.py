@@ -10,14 +10,7 @@ from typing import TYPE_CHECKING, Any
 from cachedoctor.errors import OperationFailed, RefusedError, UserInputError
 from cachedoctor.host import Host
 from cachedoctor.links import LinkKind, link_kind
-from cachedoctor.profiles.model import (
-    ConfigRelocation,
-    EnvRelocation,
-    LinkRelocation,
-    Location,
-    Profile,
-    Relocation,
-)
+from cachedoctor.profiles.model import Location, Profile, Relocation
 from cachedoctor.relocate.copy import Survey
 from cachedoctor.relocate.journal import Operation, Pair, new_id
 
@@ -75,15 +68,13 @@ class MovePlan:
 def relocation_methods(location: Location, host: Host) -> list[Relocation]:
     """The ways `location` can move on `host`, in the profile's order of preference; a link
     comes last when the profile lists none (any folder can be linked) unless it forbids one."""
-    usable: list[Relocation] = []
-    for relocation in location.relocate:
-        if relocation.method == "policy" and host.os == "macos":
-            continue
-        if relocation.method == "config" and not relocation.file.for_host(host):
-            continue
-        usable.append(relocation)
-    if location.link_forbidden is None and not any(r.method == "link" for r in usable):
-        usable.append(LinkRelocation(method="link"))
+    from cachedoctor.relocate.methods import METHODS, method_of
+
+    usable = [r for r in location.relocate if method_of(r.method).usable(r, host)]
+    for name, strategy in METHODS.items():
+        if (strategy.fallback and strategy.forbidden(location) is None
+                and not any(r.method == name for r in usable)):
+            usable.append(strategy.entry(method=name))
     return usable
 
 
@@ -93,9 +84,12 @@ def _how_to_move(location: Location, host: Host) -> str | None:
 
 
 def choose_method(location: Location, host: Host, method: str | None) -> Relocation:
+    from cachedoctor.relocate.methods import METHODS
+
     methods = relocation_methods(location, host)
-    if method == "link" and location.link_forbidden is not None:
-        raise RefusedError(f"{location.id!r} must not be moved with a link: {location.link_forbidden}",
+    forbidden = METHODS[method].forbidden(location) if method in METHODS else None
+    if forbidden is not None:
+        raise RefusedError(f"{location.id!r} must not be moved with a {method}: {forbidden}",
                            hint=_how_to_move(location, host))
     if method is not None:
         for relocation in methods:
@@ -161,7 +155,7 @@ def plan_move(profile: Profile, location: Location, host: Host, dest: str, *,
     """Build and preflight the move of one location. Raises on anything unsafe."""
     from cachedoctor.locate import observe, picture
     from cachedoctor.relocate import journal
-    from cachedoctor.relocate.methods import resolve_settings
+    from cachedoctor.relocate.methods import method_of, resolve_settings
     from cachedoctor.resolve import to_host_path
     from cachedoctor.safety import check_not_protected, is_within
 
@@ -201,7 +195,7 @@ def plan_move(profile: Profile, location: Location, host: Host, dest: str, *,
     places = [p for p in pic.places if p.exists and not _is_ours(p.path)]
     if done is not None and not pic.conflicts:
         new = [p for p in places if p.link is None and not _inside(p.path, done.base)]
-        if not new or done.method != "link" or relocation.method != "link":
+        if not new or done.method != relocation.method or not method_of(done.method).leaves_link:
             return MovePlan(done, already=done.base)
         # a folder created since the link move (a new browser profile): move it too
         places, base, dest_root = new, done.base, done.dest_root
@@ -265,25 +259,14 @@ def _inside(path: str, folder: str) -> bool:
 
 def _user_setting_replaced(pic: Picture, relocation: Relocation) -> str | None:
     """The user's own setting this move overwrites (move asks first; restore puts it back)."""
+    from cachedoctor.relocate.methods import method_of
+
+    strategy = method_of(relocation.method)
     for place in pic.places:
         for step in place.via:
-            if step.managed or step.kind not in ("env", "config"):
-                continue
-            if step.kind == "env" and relocation.method == "env" and isinstance(
-                    relocation, EnvRelocation) and step.name in relocation.vars:
-                return f"{step.name}={step.value} (set in {step.origin})"
-            if step.kind == "config" and isinstance(relocation, ConfigRelocation) and (
-                    step.origin and os.path.normcase(step.origin) in _config_files(relocation)):
-                return f"{step.name} = {step.value} (in {step.origin})"
+            if not step.managed and (replaced := strategy.replaced(relocation, step)):
+                return replaced
     return None
-
-
-def _config_files(relocation: ConfigRelocation) -> set[str]:
-    from cachedoctor.host import Host as _Host
-    from cachedoctor.resolve import try_expand
-
-    host = _Host.current()
-    return {os.path.normcase(p) for t in relocation.file.for_host(host) if (p := try_expand(t, host))}
 
 
 def _destinations(op: Operation, profile: Profile, location: Location, world: World,
@@ -293,11 +276,12 @@ def _destinations(op: Operation, profile: Profile, location: Location, world: Wo
     copy goes exactly where the tool will look — and a setting that would beat the new one (a
     variable over the config file) is found now, before anything changes."""
     from cachedoctor.locate.effective import planned_destinations, resolve_location
+    from cachedoctor.relocate.methods import method_of
 
-    s = op.settings
-    if op.method == "link" or (op.method == "env" and s.get("scope") == "service"):
+    strategy = method_of(op.method)
+    if strategy.mirrors_layout(op):
         return [os.path.join(op.base, p.rel) if p.rel else op.base for p in places]
-    after = _world_after(op, world)
+    after = strategy.world_after(op, world)
     dests = planned_destinations(location, world, after, places)
     if any(d is not None for d in dests) and all(_inside(d, op.base) for d in dests if d):
         return dests
@@ -309,8 +293,8 @@ def _destinations(op: Operation, profile: Profile, location: Location, world: Wo
         refused.reason = "it does not govern " + ", ".join(p.path for p in places)
         raise refused
     shown = "; ".join(f"{p.path} ({p.how()})" for p in after_places) or "nothing"
-    skipped = _skipped_file(op, location, after)
-    why = (f"{profile.id} skips {s['file']} while {skipped}" if skipped else
+    skipped = strategy.ignored_reason(op, location, after)
+    why = (f"{profile.id} {skipped}" if skipped else
            f"a setting that takes precedence over the {op.method} method decides")
     refused = _NotWhereTheToolLooks(
         f"after a move by {op.method} {profile.id} would still look at {shown}, not at "
@@ -318,65 +302,6 @@ def _destinations(op: Operation, profile: Profile, location: Location, world: Wo
         hint="change or remove that setting first, or choose another --method (link always works)")
     refused.reason = f"{why} ({profile.id} would still look at {shown})"
     raise refused
-
-
-def _skipped_file(op: Operation, location: Location, world: World) -> str | None:
-    """Why the tool would not read the config file a config move writes, if it would not."""
-    from cachedoctor.locate.effective import ignored_reason, setting_files, settings_of
-    from cachedoctor.profiles.model import ConfigSetting
-
-    if op.method != "config":
-        return None
-    host = world.new_session_host()
-    wanted = os.path.normcase(op.settings["file"])
-    for setting in settings_of(location):
-        if isinstance(setting, ConfigSetting) and wanted in {
-                os.path.normcase(p) for p in setting_files(setting, host)}:
-            reason = ignored_reason(setting, host, world)
-            if reason is not None:
-                return reason
-    return None
-
-
-def _world_after(op: Operation, world: World) -> World:
-    from cachedoctor.locate.world import EnvValue, with_changes
-
-    s = op.settings
-    if op.method == "env":
-        later: dict[str, Any] = {}
-        if not world.host.is_windows:  # a user's own line run after cachedoctor's block wins
-            from cachedoctor.envvars.posix import overridden_by
-
-            later = overridden_by(s["vars"], world.host, world.files)
-        persistent: dict[str, EnvValue | None] = {}
-        for name, value in s["vars"].items():
-            last = later[name][-1] if later.get(name) else None
-            if last is None:
-                persistent[name] = EnvValue(value, "cachedoctor (this move)", True)
-            else:  # the line that would win (an `unset`: the variable goes, which is None)
-                persistent[name] = None if last.value is None else EnvValue(last.value, last.origin)
-        return with_changes(world, persistent=persistent)
-    if op.method == "policy":
-        from cachedoctor.policies import read_policy_after_write
-
-        after = read_policy_after_write(s["browser"], s["policy"], s["value"], world.host,
-                                        world.files)
-        return with_changes(world, policies={(s["browser"], s["policy"]): after})
-    from pathlib import Path
-
-    from cachedoctor.configedit import ConfigSyntaxError, read_text, set_in_text, write_target
-
-    write_target(Path(s["file"]))  # a dangling link: refused now, not after the copy
-    before = read_text(Path(s["file"]))  # not UTF-8 (a Latin-1 byte): refused now, not after the copy
-    try:
-        text = set_in_text(before or "", s["format"], s["key"], s["value"], section=s.get("section"))
-    except ConfigSyntaxError as exc:
-        raise UserInputError(f"{s['file']}:{exc.line}:{exc.column}: malformed file: "
-                             f"{exc.message}; nothing was changed",
-                             hint="fix the file (or use --method link) and run again") from None
-    except ValueError as exc:
-        raise UserInputError(f"{s['file']}: cannot set {s['key']}: {exc}") from None
-    return with_changes(world, texts={s["file"]: text})
 
 
 def _check_encodable(path: str, what: str) -> None:

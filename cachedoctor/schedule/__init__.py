@@ -1,19 +1,13 @@
 """The scheduled cleanup job: one seam over systemd user timers, cron, launchd and schtasks.
 
-`install_schedule`, `remove_schedule` and `schedule_status` are the whole interface; each
-backend module builds its files or commands as pure functions, and only the functions below
-touch the system. Every install and remove is recorded in the history (kind "schedule") with
+`install_schedule`, `remove_schedule` and `schedule_status` are the whole interface. Each
+backend is a `backend.Backend` registered in `REGISTRY` (its module builds its files or
+commands as pure functions; only its Backend methods touch the system). Every install and remove is recorded in the history (kind "schedule") with
 `before`/`after` states that `restore_state` can put back.
 """
 
 from __future__ import annotations
 
-import os
-import shutil
-import subprocess
-import sys
-from collections.abc import Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +15,9 @@ from cachedoctor.clean import ScheduledPolicy
 from cachedoctor.errors import OperationFailed, UserInputError
 from cachedoctor.host import Host
 from cachedoctor.schedule import cron, launchd, schtasks, systemd
+from cachedoctor.schedule.backend import Backend, Installed
 from cachedoctor.schedule.model import (
-    BACKENDS,
     EVERY,
-    BackendName,
     Job,
     Schedule,
     cachedoctor_command,
@@ -35,7 +28,8 @@ from cachedoctor.schedule.model import (
 __all__ = [
     "BACKENDS",
     "EVERY",
-    "BackendName",
+    "REGISTRY",
+    "Backend",
     "Installed",
     "Job",
     "Schedule",
@@ -44,6 +38,7 @@ __all__ = [
     "make_job",
     "parse_schedule",
     "pick_backend",
+    "preview_install",
     "remove_schedule",
     "restore_state",
     "schedule_status",
@@ -51,101 +46,46 @@ __all__ = [
 ]
 
 
-@dataclass
-class Installed:
-    """The outcome of an install or remove: what is on disk and what was run."""
-
-    backend: BackendName
-    job: Job | None
-    files: list[str] = field(default_factory=list)
-    cron_line: str | None = None
-    commands: list[list[str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    history_id: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "backend": self.backend,
-            "job": self.job.to_json() if self.job else None,
-            "files": self.files,
-            "cron_line": self.cron_line,
-            "commands": self.commands,
-            "notes": self.notes,
-            "history_id": self.history_id,
-        }
+# the one list of scheduler backends: a new backend is one module ending in `BACKEND = ...`
+# (a `backend.Backend`) plus its entry here
+_MODULES = (systemd, cron, launchd, schtasks)
+REGISTRY: dict[str, Backend] = {m.BACKEND.name: m.BACKEND for m in _MODULES}
+BACKENDS: tuple[str, ...] = tuple(REGISTRY)
 
 
-def backends_for(host: Host) -> tuple[BackendName, ...]:
-    if host.os == "windows":
-        return ("schtasks",)
-    if host.os == "macos":
-        return ("launchd", "cron")
-    if host.os == "wsl":  # Windows' own scheduler first: WSL stops an idle VM at night
-        return ("schtasks", "systemd", "cron")
-    return ("systemd", "cron")
+def backend_of(name: str) -> Backend:
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise UserInputError(f"unknown backend {name!r}: use auto, {', '.join(BACKENDS)}") from None
 
 
-def _schtasks_exe(host: Host) -> str | None:
-    """How to reach Task Scheduler: `schtasks` on Windows, `schtasks.exe` through WSL's interop;
-    None where there is neither."""
-    if host.os == "windows":
-        return "schtasks"
-    if host.os == "wsl":
-        return shutil.which("schtasks.exe") and "schtasks.exe"
-    return None
+def backends_for(host: Host) -> tuple[str, ...]:
+    """The backends of this system, the preferred first (`auto` tries them in this order)."""
+    offered = [b for b in REGISTRY.values() if host.os in b.preference]
+    return tuple(b.name for b in sorted(offered, key=lambda b: b.preference[host.os]))
 
 
-def schtasks_plan(job: Job, host: Host) -> tuple[Path, str, list[str]]:
-    """(where the task XML is written, the XML, the command that registers it)."""
-    from cachedoctor.state import config_dir
-
-    path = config_dir() / "schedule-task.xml"
-    if host.os == "wsl":
-        distro = host.wsl_distro
-        if not distro:
-            raise OperationFailed("WSL_DISTRO_NAME is not set: cannot name this distribution "
-                                  "for wsl.exe -d", hint="run it from a WSL shell")
-        xml = schtasks.task_xml(job, schtasks.wsl_action(job, distro), logon="InteractiveToken")
-        windows = _windows_path_of(str(path))
-        return path, xml, schtasks.create_command(windows, "schtasks.exe")
-    user = host.getenv("USERNAME")
-    domain = host.getenv("USERDOMAIN")
-    xml = schtasks.task_xml(job, schtasks.native_action(job), logon="S4U",
-                            user=f"{domain}\\{user}" if user and domain else user)
-    return path, xml, schtasks.create_command(str(path))
-
-
-def _windows_path_of(path: str) -> str:
-    """`wslpath -w`: a WSL path as Windows programs reach it (\\\\wsl.localhost\\<distro>\\...)."""
-    tool = shutil.which("wslpath")
-    if tool is not None:
-        done = subprocess.run([tool, "-w", path], capture_output=True, text=True, timeout=10,
-                              check=False)
-        if done.returncode == 0 and done.stdout.strip():
-            return done.stdout.strip()
-    raise OperationFailed(f"cannot name {path} for Windows: wslpath -w failed")
-
-
-def pick_backend(requested: str, host: Host) -> BackendName:
-    """`auto`: a running systemd user instance, else cron (Linux); launchd (macOS); schtasks."""
+def pick_backend(requested: str, host: Host) -> str:
+    """`auto`: the first backend of this system whose scheduler answers (Task Scheduler where
+    it can be reached, launchd on macOS, a running systemd user instance, else cron)."""
     if requested != "auto":
-        if requested not in BACKENDS:
-            raise UserInputError(f"unknown backend {requested!r}: use auto, {', '.join(BACKENDS)}")
+        backend_of(requested)
         if requested not in backends_for(host):
             raise UserInputError(f"the {requested} backend is not available on {host.os}")
-        return requested  # type: ignore[return-value]
-    if _schtasks_exe(host):
-        return "schtasks"
-    if host.os == "macos":
-        return "launchd"
-    if shutil.which("systemctl") and systemd.user_instance_running(host):
-        return "systemd"
-    if cron.available():
-        return "cron"
+        return requested
+    for name in backends_for(host):
+        if REGISTRY[name].usable(host):
+            return name
     raise OperationFailed(
         "no scheduler found: no systemd user instance is running and `crontab` is not installed",
         hint="install cron (e.g. `apt-get install cron`) or use --backend systemd in a systemd session",
     )
+
+
+def preview_install(job: Job, host: Host, backend: str) -> dict[str, Any]:
+    """What installing `job` with `backend` would write or run (the plan of `--dry-run`)."""
+    return backend_of(backend).preview(job, host)
 
 
 def _jobs_file() -> Path:
@@ -164,7 +104,7 @@ def _jobs() -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def _save_job(backend: BackendName, job: Job | None) -> None:
+def _save_job(backend: str, job: Job | None) -> None:
     import json
 
     from cachedoctor.fsutil import atomic_write_text
@@ -177,7 +117,7 @@ def _save_job(backend: BackendName, job: Job | None) -> None:
     atomic_write_text(_jobs_file(), json.dumps(jobs, indent=2, sort_keys=True) + "\n")
 
 
-def state_of(backend: BackendName, host: Host) -> dict[str, Any]:
+def state_of(backend: str, host: Host) -> dict[str, Any]:
     """What the backend has installed now, as JSON data (the history's before/after).
 
     Keys: backend, installed, job ({argv, every, at} when cachedoctor installed it), policy (the
@@ -190,34 +130,14 @@ def state_of(backend: BackendName, host: Host) -> dict[str, Any]:
         "installed": False,
         "policy": load_scheduled_policy().to_json(),
     }
-    if backend == "systemd":
-        files = systemd.read_installed(host)
-        state.update(
-            installed=bool(files), files=files, on_calendar=systemd.installed_calendar(host)
-        )
-    elif backend == "cron":
-        line = cron.installed_line() if cron.available() else None
-        state.update(installed=line is not None, cron_line=line)
-    elif backend == "launchd":
-        path = launchd.plist_path(host)
-        try:
-            state.update(installed=True, files={str(path): path.read_text(encoding="utf-8")})
-        except FileNotFoundError:
-            state.update(files={})
-    elif backend == "schtasks" and (exe := _schtasks_exe(host)):
-        try:
-            proc = subprocess.run(schtasks.query_command(exe), capture_output=True, text=True,
-                                  timeout=60, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            raise OperationFailed(f"`{exe}` could not run: {exc}") from None
-        state.update(installed=proc.returncode == 0, query=proc.stdout)
+    state.update(backend_of(backend).state(host))
     if state["installed"]:
         state["job"] = _jobs().get(backend)
     return state
 
 
 def install_schedule(
-    backend: BackendName,
+    backend: str,
     job: Job,
     host: Host,
     *,
@@ -235,18 +155,7 @@ def install_schedule(
     result = Installed(backend, job)
     if policy is not None:
         save_scheduled_policy(policy)
-    if backend == "systemd":
-        _install_systemd(job, host, result, enable=enable)
-    elif backend == "cron":
-        current = cron.read()
-        line = cron.cron_line(job)
-        cron.write(cron.merge(current, line))
-        result.cron_line = line
-        result.commands.append(["crontab", "-"])
-    elif backend == "launchd":
-        _install_launchd(job, host, result, enable=enable)
-    else:
-        _install_schtasks(job, host, result)
+    backend_of(backend).install(job, host, result, enable=enable)
     _save_job(backend, job)
     if record:
         from cachedoctor import history
@@ -262,34 +171,12 @@ def install_schedule(
 
 
 def remove_schedule(
-    backend: BackendName, host: Host, *, record: bool = True, enable: bool = True
+    backend: str, host: Host, *, record: bool = True, enable: bool = True
 ) -> Installed:
     """Remove the job from `backend` (a no-op when it is not installed)."""
     before = state_of(backend, host)
     result = Installed(backend, None)
-    if backend == "systemd":
-        if enable and shutil.which("systemctl") and systemd.user_instance_running(host):
-            _systemctl(result, "disable", "--now", systemd.TIMER)
-        for unit_path in systemd.read_installed(host):
-            Path(unit_path).unlink()
-            result.files.append(unit_path)
-        if enable and shutil.which("systemctl") and systemd.user_instance_running(host):
-            _systemctl(result, "daemon-reload")
-    elif backend == "cron":
-        if cron.available():
-            current = cron.read()
-            if any(cron.is_ours(x) for x in current.splitlines()):
-                cron.write(cron.merge(current, None))
-                result.commands.append(["crontab", "-"])
-    elif backend == "launchd":
-        plist = launchd.plist_path(host)
-        if plist.exists():
-            if enable and sys.platform == "darwin":  # pragma: no cover - macOS only
-                _run(launchd.launchctl_unload(plist, os.getuid()), result, check=False)
-            plist.unlink()
-            result.files.append(str(plist))
-    else:
-        _run(schtasks.delete_command(_need_schtasks(host)), result, check=False)
+    backend_of(backend).remove(host, result, enable=enable)
     _save_job(backend, None)
     if record and before.get("installed"):
         from cachedoctor import history
@@ -306,9 +193,9 @@ def remove_schedule(
 def restore_state(state: dict[str, Any], host: Host) -> Installed:
     """Put a recorded before/after state back (for `undo`): reinstall its job or remove it."""
     backend = state.get("backend")
-    if backend not in BACKENDS:
+    if not isinstance(backend, str) or backend not in REGISTRY:
         raise UserInputError(f"not a schedule state: backend {backend!r}")
-    name: BackendName = backend
+    name = backend
     policy_data = state.get("policy")
     if isinstance(policy_data, dict):
         from cachedoctor.clean import ScheduledPolicy, save_scheduled_policy
@@ -343,23 +230,7 @@ def schedule_status(host: Host) -> dict[str, Any]:
         except OperationFailed as exc:
             state = {"installed": False, "error": exc.message}
         entry["installed"] = bool(state.get("installed"))
-        if backend == "systemd":
-            entry["files"] = sorted(state.get("files") or {})
-            entry["schedule"] = state.get("on_calendar")
-            if (
-                entry["installed"]
-                and shutil.which("systemctl")
-                and systemd.user_instance_running(host)
-            ):
-                entry["enabled"] = systemd.systemctl("is-enabled", systemd.TIMER)[1]
-                entry["active"] = systemd.systemctl("is-active", systemd.TIMER)[1]
-        elif backend == "cron":
-            entry["available"] = cron.available()
-            line = state.get("cron_line")
-            entry["cron_line"] = line
-            entry["schedule"] = " ".join(line.split()[:5]) if line else None
-        elif backend == "launchd":
-            entry["files"] = sorted(state.get("files") or {})
+        entry.update(REGISTRY[backend].status(state, host))
         if "error" in state:
             entry["error"] = state["error"]
         backends.append(entry)
@@ -369,79 +240,3 @@ def schedule_status(host: Host) -> dict[str, Any]:
         "log": str(log_path()),
         "last_run": last_run(),
     }
-
-
-# ------------------------------------------------------------------------------------ helpers
-
-
-def _install_systemd(job: Job, host: Host, result: Installed, *, enable: bool) -> None:
-    from cachedoctor.fsutil import atomic_write_text
-
-    for path, text in systemd.unit_files(job, host).items():
-        atomic_write_text(path, text, mode=0o644)
-        result.files.append(path)
-    if enable and shutil.which("systemctl") and systemd.user_instance_running(host):
-        _systemctl(result, "daemon-reload")
-        _systemctl(result, "enable", "--now", systemd.TIMER)
-    else:
-        result.notes.append(
-            "no systemd user instance is running here; the timer starts with your next login "
-            f"session after `systemctl --user enable --now {systemd.TIMER}`"
-        )
-
-
-def _systemctl(result: Installed, *args: str) -> None:
-    code, output = systemd.systemctl(*args)
-    result.commands.append(["systemctl", "--user", *args])
-    if code != 0:
-        raise OperationFailed(f"`systemctl --user {' '.join(args)}` failed: {output}")
-
-
-def _install_launchd(job: Job, host: Host, result: Installed, *, enable: bool) -> None:
-    from cachedoctor.clean import log_path
-    from cachedoctor.fsutil import atomic_write_bytes
-
-    path = launchd.plist_path(host)
-    data = launchd.plist_bytes(job, str(log_path().with_name("launchd.log")))
-    atomic_write_bytes(path, data, mode=0o644)
-    result.files.append(str(path))
-    if shutil.which("plutil"):
-        _run(["plutil", "-lint", str(path)], result, check=True)
-    if enable and sys.platform == "darwin":  # pragma: no cover - macOS only
-        load, bootstrap = launchd.launchctl_load(path, os.getuid())
-        _run(load, result, check=False)
-        _run(bootstrap, result, check=True)
-
-
-def _run(argv: Sequence[str], result: Installed, *, check: bool) -> None:
-    result.commands.append(list(argv))
-    try:
-        proc = subprocess.run(list(argv), capture_output=True, text=True, timeout=60, check=False)
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        if check:
-            raise OperationFailed(f"`{argv[0]}` could not run: {exc}") from None
-        return
-    if check and proc.returncode != 0:
-        raise OperationFailed(f"`{' '.join(argv)}` failed: {(proc.stdout + proc.stderr).strip()}")
-
-
-def _need_schtasks(host: Host) -> str:
-    exe = _schtasks_exe(host)
-    if exe is None:
-        raise OperationFailed("the schtasks backend runs only on Windows, or in WSL with "
-                              "its Windows interop (schtasks.exe not found)")
-    return exe
-
-
-def _install_schtasks(job: Job, host: Host, result: Installed) -> None:
-    from cachedoctor.fsutil import atomic_write_bytes
-
-    _need_schtasks(host)
-    path, xml, command = schtasks_plan(job, host)
-    atomic_write_bytes(path, schtasks.xml_bytes(xml), mode=0o644)
-    result.files.append(str(path))
-    _run(command, result, check=True)
-    if host.os == "wsl":
-        result.notes.append(
-            f"Windows' Task Scheduler runs `wsl.exe -d {host.wsl_distro} -- ...` while you are "
-            "logged on: WSL stops an idle VM, so cron inside it would not run at night")

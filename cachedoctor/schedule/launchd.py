@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import plistlib
+import shutil
+import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
-from cachedoctor.host import Host
+from cachedoctor.host import Host, OsName
+from cachedoctor.schedule.backend import Backend, Installed, run
 from cachedoctor.schedule.model import Job
 
 LABEL = "org.cachedoctor.clean"
@@ -58,3 +62,52 @@ def launchctl_load(path: Path, uid: int) -> list[list[str]]:
 
 def launchctl_unload(path: Path, uid: int) -> list[str]:
     return ["launchctl", "bootout", f"gui/{uid}", str(path)]
+
+
+class LaunchdBackend(Backend):
+    """A LaunchAgent plist, loaded with `launchctl` on macOS."""
+
+    name = "launchd"
+    preference: ClassVar[dict[OsName, int]] = {"macos": 0}
+
+    def usable(self, host: Host) -> bool:
+        return True  # every macOS user has a launchd agent domain
+
+    def state(self, host: Host) -> dict[str, Any]:
+        path = plist_path(host)
+        try:
+            return {"installed": True, "files": {str(path): path.read_text(encoding="utf-8")}}
+        except FileNotFoundError:
+            return {"installed": False, "files": {}}
+
+    def preview(self, job: Job, host: Host) -> dict[str, Any]:
+        return {"files": {str(plist_path(host)): "(plist)"}}
+
+    def install(self, job: Job, host: Host, result: Installed, *, enable: bool) -> None:
+        from cachedoctor.clean import log_path
+        from cachedoctor.fsutil import atomic_write_bytes
+
+        path = plist_path(host)
+        data = plist_bytes(job, str(log_path().with_name("launchd.log")))
+        atomic_write_bytes(path, data, mode=0o644)
+        result.files.append(str(path))
+        if shutil.which("plutil"):
+            run(["plutil", "-lint", str(path)], result, check=True)
+        if enable and sys.platform == "darwin":  # pragma: no cover - macOS only
+            load, bootstrap = launchctl_load(path, os.getuid())
+            run(load, result, check=False)
+            run(bootstrap, result, check=True)
+
+    def remove(self, host: Host, result: Installed, *, enable: bool) -> None:
+        plist = plist_path(host)
+        if plist.exists():
+            if enable and sys.platform == "darwin":  # pragma: no cover - macOS only
+                run(launchctl_unload(plist, os.getuid()), result, check=False)
+            plist.unlink()
+            result.files.append(str(plist))
+
+    def status(self, state: dict[str, Any], host: Host) -> dict[str, Any]:
+        return {"files": sorted(state.get("files") or {})}
+
+
+BACKEND = LaunchdBackend()

@@ -13,8 +13,6 @@ from cachedoctor.errors import UserInputError
 
 Every = Literal["hourly", "daily", "weekly"]
 EVERY: tuple[Every, ...] = ("hourly", "daily", "weekly")
-BackendName = Literal["systemd", "cron", "launchd", "schtasks"]
-BACKENDS: tuple[BackendName, ...] = ("systemd", "cron", "launchd", "schtasks")
 JOB_NAME = "cachedoctor-clean"
 JOB_ARGS = ("clean", "--scheduled")
 WEEKDAY = "Mon"  # weekly runs happen on Mondays on every backend

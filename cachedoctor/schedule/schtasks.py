@@ -19,10 +19,16 @@ therefore written as Task Scheduler XML (learn.microsoft.com, Task Scheduler Sch
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
 from xml.sax.saxutils import escape
 
+from cachedoctor.errors import OperationFailed
+from cachedoctor.host import Host, OsName
+from cachedoctor.schedule.backend import Backend, Installed, run
 from cachedoctor.schedule.model import JOB_NAME, Job
 
 TASK = JOB_NAME
@@ -45,11 +51,6 @@ def native_action(job: Job) -> Action:
 def wsl_action(job: Job, distro: str) -> Action:
     """`wsl.exe -d <distro> -- argv...`: `--` passes the rest as the command line to run."""
     return Action("wsl.exe", subprocess.list2cmdline(["-d", distro, "--", *job.argv]))
-
-
-def task_command_line(job: Job) -> str:
-    """The whole command line the task runs (for previews)."""
-    return subprocess.list2cmdline(list(job.argv))
 
 
 def _trigger(job: Job) -> str:
@@ -113,3 +114,96 @@ def delete_command(exe: str = "schtasks") -> list[str]:
 
 def query_command(exe: str = "schtasks") -> list[str]:
     return [exe, "/Query", "/TN", TASK, "/XML"]
+
+
+def exe_for(host: Host) -> str | None:
+    """How to reach Task Scheduler: `schtasks` on Windows, `schtasks.exe` through WSL's interop;
+    None where there is neither."""
+    if host.os == "windows":
+        return "schtasks"
+    if host.os == "wsl":
+        return shutil.which("schtasks.exe") and "schtasks.exe"
+    return None
+
+
+def task_plan(job: Job, host: Host) -> tuple[Path, str, list[str]]:
+    """(where the task XML is written, the XML, the command that registers it)."""
+    from cachedoctor.state import config_dir
+
+    path = config_dir() / "schedule-task.xml"
+    if host.os == "wsl":
+        distro = host.wsl_distro
+        if not distro:
+            raise OperationFailed("WSL_DISTRO_NAME is not set: cannot name this distribution "
+                                  "for wsl.exe -d", hint="run it from a WSL shell")
+        xml = task_xml(job, wsl_action(job, distro), logon="InteractiveToken")
+        windows = _windows_path_of(str(path))
+        return path, xml, create_command(windows, "schtasks.exe")
+    user = host.getenv("USERNAME")
+    domain = host.getenv("USERDOMAIN")
+    xml = task_xml(job, native_action(job), logon="S4U",
+                   user=f"{domain}\\{user}" if user and domain else user)
+    return path, xml, create_command(str(path))
+
+
+def _windows_path_of(path: str) -> str:
+    """`wslpath -w`: a WSL path as Windows programs reach it (\\\\wsl.localhost\\<distro>\\...)."""
+    tool = shutil.which("wslpath")
+    if tool is not None:
+        done = subprocess.run([tool, "-w", path], capture_output=True, text=True, timeout=10,
+                              check=False)
+        if done.returncode == 0 and done.stdout.strip():
+            return done.stdout.strip()
+    raise OperationFailed(f"cannot name {path} for Windows: wslpath -w failed")
+
+
+def _need_exe(host: Host) -> str:
+    exe = exe_for(host)
+    if exe is None:
+        raise OperationFailed("the schtasks backend runs only on Windows, or in WSL with "
+                              "its Windows interop (schtasks.exe not found)")
+    return exe
+
+
+class SchtasksBackend(Backend):
+    """A Task Scheduler task from an XML definition (Windows, and WSL through interop)."""
+
+    name = "schtasks"
+    preference: ClassVar[dict[OsName, int]] = {"windows": 0, "wsl": 0}  # WSL stops an idle VM
+
+    def usable(self, host: Host) -> bool:
+        return exe_for(host) is not None
+
+    def state(self, host: Host) -> dict[str, Any]:
+        exe = exe_for(host)
+        if exe is None:
+            return {"installed": False}
+        try:
+            proc = subprocess.run(query_command(exe), capture_output=True, text=True,
+                                  timeout=60, check=False)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            raise OperationFailed(f"`{exe}` could not run: {exc}") from None
+        return {"installed": proc.returncode == 0, "query": proc.stdout}
+
+    def preview(self, job: Job, host: Host) -> dict[str, Any]:
+        task_file, xml, command = task_plan(job, host)
+        return {"files": {str(task_file): xml}, "command": command}
+
+    def install(self, job: Job, host: Host, result: Installed, *, enable: bool) -> None:
+        from cachedoctor.fsutil import atomic_write_bytes
+
+        _need_exe(host)
+        path, xml, command = task_plan(job, host)
+        atomic_write_bytes(path, xml_bytes(xml), mode=0o644)
+        result.files.append(str(path))
+        run(command, result, check=True)
+        if host.os == "wsl":
+            result.notes.append(
+                f"Windows' Task Scheduler runs `wsl.exe -d {host.wsl_distro} -- ...` while you "
+                "are logged on: WSL stops an idle VM, so cron inside it would not run at night")
+
+    def remove(self, host: Host, result: Installed, *, enable: bool) -> None:
+        run(delete_command(_need_exe(host)), result, check=False)
+
+
+BACKEND = SchtasksBackend()

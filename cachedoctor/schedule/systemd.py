@@ -5,10 +5,14 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import subprocess
 from pathlib import Path
+from typing import Any, ClassVar
 
-from cachedoctor.host import Host
+from cachedoctor.errors import OperationFailed
+from cachedoctor.host import Host, OsName
+from cachedoctor.schedule.backend import Backend, Installed
 from cachedoctor.schedule.model import JOB_NAME, WEEKDAY, Job, Schedule
 
 SERVICE = f"{JOB_NAME}.service"
@@ -116,3 +120,62 @@ def installed_calendar(host: Host) -> str | None:
     text = read_installed(host).get(str(unit_dir(host) / TIMER), "")
     match = re.search(r"^OnCalendar=(.*)$", text, re.MULTILINE)
     return match.group(1).strip() if match else None
+
+
+class SystemdBackend(Backend):
+    """A user timer and service in ~/.config/systemd/user, enabled with `systemctl --user`."""
+
+    name = "systemd"
+    preference: ClassVar[dict[OsName, int]] = {"linux": 0, "wsl": 1}
+
+    def usable(self, host: Host) -> bool:
+        return shutil.which("systemctl") is not None and user_instance_running(host)
+
+    def state(self, host: Host) -> dict[str, Any]:
+        files = read_installed(host)
+        return {"installed": bool(files), "files": files, "on_calendar": installed_calendar(host)}
+
+    def preview(self, job: Job, host: Host) -> dict[str, Any]:
+        return {"files": unit_files(job, host)}
+
+    def install(self, job: Job, host: Host, result: Installed, *, enable: bool) -> None:
+        from cachedoctor.fsutil import atomic_write_text
+
+        for path, text in unit_files(job, host).items():
+            atomic_write_text(path, text, mode=0o644)
+            result.files.append(path)
+        if enable and self.usable(host):
+            _systemctl(result, "daemon-reload")
+            _systemctl(result, "enable", "--now", TIMER)
+        else:
+            result.notes.append(
+                "no systemd user instance is running here; the timer starts with your next login "
+                f"session after `systemctl --user enable --now {TIMER}`"
+            )
+
+    def remove(self, host: Host, result: Installed, *, enable: bool) -> None:
+        if enable and self.usable(host):
+            _systemctl(result, "disable", "--now", TIMER)
+        for unit_path in read_installed(host):
+            Path(unit_path).unlink()
+            result.files.append(unit_path)
+        if enable and self.usable(host):
+            _systemctl(result, "daemon-reload")
+
+    def status(self, state: dict[str, Any], host: Host) -> dict[str, Any]:
+        entry: dict[str, Any] = {"files": sorted(state.get("files") or {}),
+                                 "schedule": state.get("on_calendar")}
+        if state.get("installed") and self.usable(host):
+            entry["enabled"] = systemctl("is-enabled", TIMER)[1]
+            entry["active"] = systemctl("is-active", TIMER)[1]
+        return entry
+
+
+def _systemctl(result: Installed, *args: str) -> None:
+    code, output = systemctl(*args)
+    result.commands.append(["systemctl", "--user", *args])
+    if code != 0:
+        raise OperationFailed(f"`systemctl --user {' '.join(args)}` failed: {output}")
+
+
+BACKEND = SystemdBackend()
