@@ -15,7 +15,7 @@ from cachedoctor.host import OsName
 
 
 class _Condition(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class LocationExists(_Condition):

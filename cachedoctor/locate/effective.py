@@ -146,7 +146,9 @@ class Picture:
 
 def settings_of(location: Location) -> list[Setting]:
     """The settings that move `location`, highest precedence first: `set_by`, then the
-    variables, config files and policies its relocation methods use (not listed twice)."""
+    variables, config files and policies its relocation methods use (not listed twice). They
+    are built from validated parts with `model_construct`: validating them again would build
+    the model's validators on every start-up."""
     out: list[Setting] = list(location.set_by)
     names = {n.upper() for s in out if isinstance(s, EnvSetting) for n in s.env}
     keys = {_config_id(s.config) for s in out if isinstance(s, ConfigSetting)}
@@ -159,17 +161,18 @@ def settings_of(location: Location) -> list[Setting]:
             for var, template in relocation.vars.items():
                 if template == "{dest}" and var.upper() not in names:
                     names.add(var.upper())
-                    envs.append(EnvSetting(env=[var]))
+                    envs.append(EnvSetting.model_construct(env=[var]))
         elif isinstance(relocation, ConfigRelocation) and relocation.value == "{dest}":
-            key = ConfigKey(file=relocation.file, format=relocation.format, key=relocation.key,
-                            section=relocation.section)
+            key = ConfigKey.model_construct(file=relocation.file, format=relocation.format,
+                                            key=relocation.key, section=relocation.section)
             if _config_id(key) not in keys:
                 keys.add(_config_id(key))
-                configs.append(ConfigSetting(config=key,
-                                             pick="first" if relocation.as_list else "value"))
+                configs.append(ConfigSetting.model_construct(
+                    config=key, pick="first" if relocation.as_list else "value"))
         elif isinstance(relocation, PolicyRelocation) and relocation.browser not in browsers:
             browsers.add(relocation.browser)
-            policies.append(PolicySetting(browser=relocation.browser, policy=relocation.policy))
+            policies.append(PolicySetting.model_construct(browser=relocation.browser,
+                                                          policy=relocation.policy))
     return [*out, *envs, *configs, *policies]
 
 

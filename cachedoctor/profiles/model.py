@@ -58,7 +58,7 @@ Capability = Literal["symlinks", "hardlinks", "case_sensitive", "modes"]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 def _listify(value: Any) -> Any:
