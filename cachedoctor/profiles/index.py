@@ -34,9 +34,10 @@ _FileKey = tuple[int, int, int, int]
 
 
 def index_path() -> Path:
-    from platformdirs import user_cache_dir
+    """In cachedoctor's state folder, not the user cache folder, where `scan` would list it."""
+    from cachedoctor.state import state_dir
 
-    return Path(user_cache_dir("cachedoctor", appauthor=False)) / "profile-index.pickle"
+    return state_dir() / "profile-index.pickle"
 
 
 def _file_key(st: os.stat_result) -> _FileKey:

@@ -2,7 +2,7 @@
 
 Every problem becomes a `ProfileError` naming the file, line, field and what was expected;
 a broken profile is skipped and the others still load. What a file validated to (its profile or
-its errors) is kept in an index in the user cache folder, keyed by the file's size and mtime, so
+its errors) is kept in an index in cachedoctor's state folder, keyed by the file's size and mtime, so
 a command start-up does not parse YAML or validate (`cachedoctor.profiles.index`).
 """
 
