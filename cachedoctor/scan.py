@@ -13,6 +13,7 @@ from cachedoctor.walker import WalkResult, measure
 
 if TYPE_CHECKING:  # profiles are imported only when scanning them: `scan --path` starts faster
     from cachedoctor.host import Host
+    from cachedoctor.locate.effective import Picture
     from cachedoctor.locate.world import World
     from cachedoctor.profiles.model import Profile
 
@@ -143,7 +144,8 @@ def scan_profiles(
 
     world = world if world is not None else observe(host)
     report = ScanReport()
-    for picture in pictures(profiles, world):
+    seen_pictures = pictures(profiles, world)
+    for picture in seen_pictures:
         loc = picture.location
         rows: list[tuple[str, str, bool, str | None]] = [
             (place.path, place.how(), False, None) for place in picture.places if place.exists]
@@ -165,8 +167,8 @@ def scan_profiles(
             report.entries.append(_measure_entry(entry, one_file_system, progress))
     if include_unclaimed:
         report.unclaimed = scan_unclaimed(
-            profiles, host, one_file_system=one_file_system, progress=progress, world=world
-        )
+            profiles, host, one_file_system=one_file_system, progress=progress, world=world,
+            seen=seen_pictures)
     report.entries.sort(key=lambda e: e.walk.allocated_bytes, reverse=True)
     return report
 
@@ -184,15 +186,17 @@ def scan_paths(
     return report
 
 
-def claimed_paths(profiles: Sequence[Profile], world: World) -> list[str]:
+def claimed_paths(profiles: Sequence[Profile], world: World,
+                  seen: Sequence[Picture] | None = None) -> list[str]:
     """Every folder a profile accounts for: where the tools are, where they would be by
-    default, and (for globs) the folder the matches are kept in."""
+    default, and (for globs) the folder the matches are kept in. `seen`: the profiles'
+    pictures in `world` when the caller has them already."""
     from cachedoctor.locate import pictures
     from cachedoctor.resolve import has_glob, try_expand
 
     claimed: list[str] = []
     host = world.host
-    for picture in pictures(profiles, world):
+    for picture in seen if seen is not None else pictures(profiles, world):
         claimed += [p.path for p in (*picture.places, *(picture.shell or ()))]
         claimed += list(picture.unused)
         for template in picture.location.paths.for_host(host):
@@ -203,7 +207,8 @@ def claimed_paths(profiles: Sequence[Profile], world: World) -> list[str]:
 
 
 def unclaimed_candidates(profiles: Sequence[Profile], host: Host,
-                         world: World | None = None) -> list[str]:
+                         world: World | None = None,
+                         seen: Sequence[Picture] | None = None) -> list[str]:
     """Folders directly under the user cache roots that no profile location overlaps, and
     unclaimed folders carrying a CACHEDIR.TAG deeper down (`cachedoctor.cachedirtag`)."""
     from cachedoctor.cachedirtag import tagged_folders
@@ -211,7 +216,7 @@ def unclaimed_candidates(profiles: Sequence[Profile], host: Host,
     from cachedoctor.resolve import try_expand
 
     world = world if world is not None else observe(host)
-    claimed = _Claimed(claimed_paths(profiles, world))
+    claimed = _Claimed(claimed_paths(profiles, world, seen))
     roots = [r for t in USER_CACHE_ROOTS.get(host.os, ()) if (r := try_expand(t, host))]
     found: list[str] = []
     for root in dict.fromkeys(roots):
@@ -267,6 +272,7 @@ def scan_unclaimed(
     one_file_system: bool = False,
     progress: ProgressCallback | None = None,
     world: World | None = None,
+    seen: Sequence[Picture] | None = None,
 ) -> list[ScanEntry]:
     from cachedoctor.cachedirtag import has_tag
 
@@ -275,7 +281,7 @@ def scan_unclaimed(
             ScanEntry(None, None, "tagged cache" if tagged else None, path, WalkResult(path),
                       tagged=tagged), one_file_system, progress
         )
-        for path in unclaimed_candidates(profiles, host, world)
+        for path in unclaimed_candidates(profiles, host, world, seen)
         for tagged in (has_tag(path),)
     ]
     entries.sort(key=lambda e: e.walk.allocated_bytes, reverse=True)
