@@ -1,6 +1,10 @@
-"""Start-up cost of the CLI: `cachedoctor --version`, `--help` and `scan --path EMPTY --json`
-against `python -c pass`, median of --runs interleaved runs each; then which imports dominate
-(`python -X importtime`, self + children time of the top-level imports, averaged over runs).
+"""Start-up cost of the CLI against `python -c pass`, median (and CPU) of --runs interleaved
+runs each: `--version`, `--help`, `scan --path EMPTY --json`, and in an isolated, empty home
+`profiles list`, `doctor`, a shell-completion request, `scan` and `scan --json`; then the
+default `scan` of a home holding every built-in profile's Linux locations with a few small files
+each, against `du -s` of the same folders. Every home command runs once untimed first, so the
+profile index (cachedoctor.profiles.index) is warm, as it is for a user. Last, which imports
+dominate (`python -X importtime`, self + children time, averaged over runs).
 
     python benchmarks/bench_startup.py [--runs 15] [--top 12] [--json]
 """
@@ -9,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import subprocess
 import sys
@@ -17,10 +22,54 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))
 
 from common import bench_env, cachedoctor_argv, machine, median, paired_medians
 
 TARGET_VERSION_RATIO = 6.0  # `cachedoctor --version` <= 6x `python -c pass`
+TARGET_HOT_MS = 60.0  # profiles list, doctor, completion, scan of an empty home (issue 14)
+TARGET_DEFAULT_SCAN_MS = 100.0  # scan of a home with every built-in location, small files
+FILES_PER_LOCATION = 3
+
+
+def home_env(home: Path) -> dict[str, str]:
+    """`bench_env()` with HOME and the XDG folders inside `home` (cachedoctor's own state,
+    the profile index among it, included), no extra profile folder, no login shell run."""
+    env = bench_env()
+    env.pop("CACHEDOCTOR_PROFILES_DIR", None)
+    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
+               XDG_CACHE_HOME=str(home / ".cache"), XDG_STATE_HOME=str(home / ".local/state"),
+               XDG_DATA_HOME=str(home / ".local/share"), CACHEDOCTOR_NO_SHELL="1",
+               SHELL="/bin/sh")
+    return env
+
+
+def fill_home(home: Path) -> list[Path]:
+    """Create every built-in profile's Linux locations below `home` (a glob's `*` as a folder
+    named `Default`), FILES_PER_LOCATION small files in each; returns the folders made."""
+    from cachedoctor.host import Host
+    from cachedoctor.profiles.loader import builtin_profiles_dir, load_profile_file
+    from cachedoctor.resolve import try_expand
+
+    env = {"HOME": str(home), "XDG_CACHE_HOME": str(home / ".cache"),
+           "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
+           "XDG_STATE_HOME": str(home / ".local/state")}
+    host = Host("linux", env, str(home))
+    made: list[Path] = []
+    for file in sorted(builtin_profiles_dir().glob("*.yaml")):
+        for location in load_profile_file(file).locations:
+            for template in location.paths.for_host(host):
+                path = try_expand(template, host)
+                if path is None:
+                    continue
+                folder = Path(path.replace("*", "Default").replace("?", "x"))
+                if not folder.is_relative_to(home) or folder in made:
+                    continue
+                folder.mkdir(parents=True, exist_ok=True)
+                for n in range(FILES_PER_LOCATION):
+                    (folder / f"file{n}.bin").write_bytes(b"x" * (1000 * (n + 1)))
+                made.append(folder)
+    return made
 _LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
 
 
@@ -52,7 +101,7 @@ def main() -> int:
     args = parser.parse_args()
 
     cli = cachedoctor_argv()
-    with tempfile.TemporaryDirectory() as empty:
+    with tempfile.TemporaryDirectory() as empty, tempfile.TemporaryDirectory() as scratch:
         commands = {
             "python -c pass": [sys.executable, "-c", "pass"],
             "cachedoctor --version": [*cli, "--version"],
@@ -60,7 +109,41 @@ def main() -> int:
             "cachedoctor --help": [*cli, "--help"],
             "cachedoctor scan --path EMPTY --json": [*cli, "scan", "--path", empty, "--json"],
         }
-        samples = paired_medians(commands, runs=args.runs, warmup=2)
+        cpu: dict[str, list[float]] = {}
+        samples = paired_medians(commands, runs=args.runs, warmup=2, cpu=cpu)
+        empty_home, full_home = Path(scratch) / "empty-home", Path(scratch) / "full-home"
+        empty_home.mkdir()
+        full_home.mkdir()
+        folders = fill_home(full_home)
+        # click's completion protocol (what a shell's completion function sends)
+        complete = {"_CACHEDOCTOR_COMPLETE": "bash_complete", "COMP_WORDS": "cachedoctor scan hu",
+                    "COMP_CWORD": "2"}
+        in_empty = {
+            "profiles list (empty home)": [*cli, "profiles", "list"],
+            "doctor (empty home)": [*cli, "doctor"],
+            "scan (empty home)": [*cli, "scan"],
+            "scan --json (empty home)": [*cli, "scan", "--json"],
+        }
+        for name, argv in in_empty.items():
+            samples[name] = paired_medians({name: argv}, runs=args.runs, warmup=2,
+                                           env=home_env(empty_home), cpu=cpu)[name]
+        samples["completion `scan hu` (empty home)"] = paired_medians(
+            {"c": cli}, runs=args.runs, warmup=2, env={**home_env(empty_home), **complete},
+            cpu=cpu)["c"]
+        cpu["completion `scan hu` (empty home)"] = cpu.pop("c")
+        full = paired_medians({"scan (full home)": [*cli, "scan"],
+                               "du -s (the same folders)": ["du", "-s", *map(str, folders)]},
+                              runs=args.runs, warmup=2, env=home_env(full_home), cpu=cpu)
+        samples.update(full)
+        os.environ.update(home_env(empty_home))  # the import profiles below run in the empty home
+        module_argv = ["-m", "cachedoctor"]
+        profiles = {
+            "--help": import_profile([*module_argv, "--help"], 5),
+            "scan --path EMPTY --json": import_profile(
+                [*module_argv, "scan", "--path", empty, "--json"], 5),
+            "profiles list": import_profile([*module_argv, "profiles", "list"], 5),
+            "doctor": import_profile([*module_argv, "doctor"], 5),
+        }
         module_argv = ["-m", "cachedoctor"]
         profiles = {
             "--help": import_profile([*module_argv, "--help"], 5),
@@ -69,22 +152,33 @@ def main() -> int:
         }
     base = median(samples["python -c pass"])
     figures = {name: {"median_ms": round(median(s) * 1000, 1),
+                      "cpu_ms": round(median(cpu[name]) * 1000, 1),
                       "ratio_to_python": round(median(s) / base, 2)}
                for name, s in samples.items()}
     ok = figures["cachedoctor --version"]["ratio_to_python"] <= TARGET_VERSION_RATIO
+    hot = [n for n in figures if "(empty home)" in n and "--json" not in n]
+    hot_ok = {n: figures[n]["median_ms"] <= TARGET_HOT_MS for n in hot}
+    default_ok = figures["scan (full home)"]["median_ms"] <= TARGET_DEFAULT_SCAN_MS
     if args.json:
         print(json.dumps({"machine": machine(), "runs": args.runs, "figures": figures,
-                          "version_target_met": ok,
+                          "version_target_met": ok, "hot_targets_met": hot_ok,
+                          "default_scan_target_met": default_ok,
+                          "full_home_folders": len(folders),
                           "imports": {k: [{"module": m, "self_ms": round(s, 1),
                                            "cumulative_ms": round(c, 1)}
                                           for m, s, c in v[:args.top]]
                                       for k, v in profiles.items()}}, indent=2))
     else:
         print(f"machine: {machine()}")
-        print(f"{'command':40} {'median':>9} {'vs python -c pass':>18}")
+        print(f"{'command':40} {'median':>9} {'cpu':>9} {'vs python -c pass':>18}")
         for name, fig in figures.items():
-            print(f"{name:40} {fig['median_ms']:7.1f}ms {fig['ratio_to_python']:17.2f}x")
+            print(f"{name:40} {fig['median_ms']:7.1f}ms {fig['cpu_ms']:7.1f}ms "
+                  f"{fig['ratio_to_python']:17.2f}x")
         print(f"--version target (<= {TARGET_VERSION_RATIO}x): {'met' if ok else 'NOT met'}")
+        for name, met in hot_ok.items():
+            print(f"{name} <= {TARGET_HOT_MS:.0f} ms: {'met' if met else 'NOT met'}")
+        print(f"scan of the full home ({len(folders)} folders) <= {TARGET_DEFAULT_SCAN_MS:.0f} ms: "
+              f"{'met' if default_ok else 'NOT met'}")
         for name, rows in profiles.items():
             print(f"\nslowest imports for `cachedoctor {name}` (ms, mean of 5; cumulative):")
             for module, self_ms, cum_ms in rows[:args.top]:

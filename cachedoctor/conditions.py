@@ -16,7 +16,7 @@ from cachedoctor.policies import Browser
 
 
 class _Condition(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 class LocationCondition(_Condition):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -13,6 +13,7 @@ from cachedoctor.walker import WalkResult, measure
 
 if TYPE_CHECKING:  # profiles are imported only when scanning them: `scan --path` starts faster
     from cachedoctor.host import Host
+    from cachedoctor.locate.effective import Picture
     from cachedoctor.locate.world import World
     from cachedoctor.profiles.model import Profile
 
@@ -143,7 +144,8 @@ def scan_profiles(
 
     world = world if world is not None else observe(host)
     report = ScanReport()
-    for picture in pictures(profiles, world):
+    seen_pictures = pictures(profiles, world)
+    for picture in seen_pictures:
         loc = picture.location
         rows: list[tuple[str, str, bool, str | None]] = [
             (place.path, place.how(), False, None) for place in picture.places if place.exists]
@@ -165,8 +167,8 @@ def scan_profiles(
             report.entries.append(_measure_entry(entry, one_file_system, progress))
     if include_unclaimed:
         report.unclaimed = scan_unclaimed(
-            profiles, host, one_file_system=one_file_system, progress=progress, world=world
-        )
+            profiles, host, one_file_system=one_file_system, progress=progress, world=world,
+            seen=seen_pictures)
     report.entries.sort(key=lambda e: e.walk.allocated_bytes, reverse=True)
     return report
 
@@ -184,15 +186,17 @@ def scan_paths(
     return report
 
 
-def claimed_paths(profiles: Sequence[Profile], world: World) -> list[str]:
+def claimed_paths(profiles: Sequence[Profile], world: World,
+                  seen: Sequence[Picture] | None = None) -> list[str]:
     """Every folder a profile accounts for: where the tools are, where they would be by
-    default, and (for globs) the folder the matches are kept in."""
+    default, and (for globs) the folder the matches are kept in. `seen`: the profiles'
+    pictures in `world` when the caller has them already."""
     from cachedoctor.locate import pictures
     from cachedoctor.resolve import has_glob, try_expand
 
     claimed: list[str] = []
     host = world.host
-    for picture in pictures(profiles, world):
+    for picture in seen if seen is not None else pictures(profiles, world):
         claimed += [p.path for p in (*picture.places, *(picture.shell or ()))]
         claimed += list(picture.unused)
         for template in picture.location.paths.for_host(host):
@@ -203,16 +207,16 @@ def claimed_paths(profiles: Sequence[Profile], world: World) -> list[str]:
 
 
 def unclaimed_candidates(profiles: Sequence[Profile], host: Host,
-                         world: World | None = None) -> list[str]:
+                         world: World | None = None,
+                         seen: Sequence[Picture] | None = None) -> list[str]:
     """Folders directly under the user cache roots that no profile location overlaps, and
     unclaimed folders carrying a CACHEDIR.TAG deeper down (`cachedoctor.cachedirtag`)."""
     from cachedoctor.cachedirtag import tagged_folders
     from cachedoctor.locate import observe
     from cachedoctor.resolve import try_expand
-    from cachedoctor.safety import is_within
 
     world = world if world is not None else observe(host)
-    claimed = claimed_paths(profiles, world)
+    claimed = _Claimed(claimed_paths(profiles, world, seen))
     roots = [r for t in USER_CACHE_ROOTS.get(host.os, ()) if (r := try_expand(t, host))]
     found: list[str] = []
     for root in dict.fromkeys(roots):
@@ -221,13 +225,44 @@ def unclaimed_candidates(profiles: Sequence[Profile], host: Host,
         except OSError:
             continue
         for child in children:
-            if child in roots or any(is_within(c, child) or is_within(child, c) for c in claimed):
+            if child in roots or claimed.overlaps(child) or claimed.covers(child):
                 continue
             found.append(child)
     found += tagged_folders(dict.fromkeys(roots), listed={*found, *roots},
-                            claimed=lambda p: any(is_within(p, c) for c in claimed),
-                            overlaps=lambda p: any(is_within(c, p) for c in claimed))
+                            claimed=claimed.covers, overlaps=claimed.overlaps)
     return found
+
+
+class _Claimed:
+    """The claimed folders, asked about thousands of candidates: `safety.is_within` for each
+    pair was quadratic (23,000 pathlib comparisons for a home with every built-in location);
+    here each question is a few set look-ups of normalised strings (the same lexical test:
+    absolute, normalised, case-folded where the OS folds case)."""
+
+    def __init__(self, paths: Iterable[str]) -> None:
+        self.paths = {_norm(p) for p in paths}
+        self.holding = {a for p in self.paths for a in _self_and_ancestors(p)}
+
+    def covers(self, path: str) -> bool:
+        """`path` is a claimed folder or below one."""
+        return any(a in self.paths for a in _self_and_ancestors(_norm(path)))
+
+    def overlaps(self, path: str) -> bool:
+        """A claimed folder is `path` or below it."""
+        return _norm(path) in self.holding
+
+
+def _norm(path: str) -> str:
+    return os.path.normcase(os.path.abspath(path))
+
+
+def _self_and_ancestors(path: str) -> Iterator[str]:
+    while True:
+        yield path
+        parent = os.path.dirname(path)
+        if parent == path:
+            return
+        path = parent
 
 
 def scan_unclaimed(
@@ -237,6 +272,7 @@ def scan_unclaimed(
     one_file_system: bool = False,
     progress: ProgressCallback | None = None,
     world: World | None = None,
+    seen: Sequence[Picture] | None = None,
 ) -> list[ScanEntry]:
     from cachedoctor.cachedirtag import has_tag
 
@@ -245,7 +281,7 @@ def scan_unclaimed(
             ScanEntry(None, None, "tagged cache" if tagged else None, path, WalkResult(path),
                       tagged=tagged), one_file_system, progress
         )
-        for path in unclaimed_candidates(profiles, host, world)
+        for path in unclaimed_candidates(profiles, host, world, seen)
         for tagged in (has_tag(path),)
     ]
     entries.sort(key=lambda e: e.walk.allocated_bytes, reverse=True)

@@ -46,7 +46,7 @@ TuneFormat = Annotated[str, AfterValidator(_tune_format)]
 class ProfileModel(BaseModel):
     """Every part of a profile: unknown keys are errors, loaded values never change."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
 
 def listify(value: Any) -> Any:

@@ -1,7 +1,9 @@
 """Load profiles from the built-in set, the user's folder and extra folders.
 
 Every problem becomes a `ProfileError` naming the file, line, field and what was expected;
-a broken profile is skipped and the others still load.
+a broken profile is skipped and the others still load. What a file validated to (its profile or
+its errors) is kept in an index in cachedoctor's state folder, keyed by the file's size and mtime, so
+a command start-up does not parse YAML or validate (`cachedoctor.profiles.index`).
 """
 
 from __future__ import annotations
@@ -11,18 +13,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Literal
-
-import yaml
-from pydantic import ValidationError
-from pydantic_core import ErrorDetails
+from typing import TYPE_CHECKING, Any, Literal
 
 from cachedoctor.profiles.model import Profile
 
+if TYPE_CHECKING:
+    import yaml
+    from pydantic_core import ErrorDetails
+
 Origin = Literal["builtin", "user", "extra"]
 PROFILES_DIR_ENV = "CACHEDOCTOR_PROFILES_DIR"
-
-_YamlLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available
 
 
 @dataclass(frozen=True)
@@ -98,21 +98,23 @@ def profile_dirs(extra: Sequence[str | Path] = ()) -> list[tuple[Path, Origin]]:
 
 
 def load_profiles(extra_dirs: Sequence[str | Path] = ()) -> ProfileSet:
+    from cachedoctor.profiles.index import ProfileIndex
+
     result = ProfileSet()
-    for directory, origin in profile_dirs(extra_dirs):
-        if not directory.is_dir():
-            if origin == "extra":
-                result.errors.append(
-                    ProfileError(str(directory), None, None, "profiles folder not found")
-                )
-            continue
-        for path in _yaml_files(directory):
-            try:
-                profile = load_profile_file(path)
-            except ProfileFileError as exc:
-                result.errors.extend(exc.errors)
+    with ProfileIndex.open() as index:
+        for directory, origin in profile_dirs(extra_dirs):
+            if not directory.is_dir():
+                if origin == "extra":
+                    result.errors.append(
+                        ProfileError(str(directory), None, None, "profiles folder not found")
+                    )
                 continue
-            result.profiles[profile.id] = LoadedProfile(profile, str(path), origin)
+            for path in _yaml_files(directory):
+                outcome = index.outcome(path, load_profile_file)
+                if isinstance(outcome, list):
+                    result.errors.extend(outcome)
+                    continue
+                result.profiles[outcome.id] = LoadedProfile(outcome, str(path), origin)
     return result
 
 
@@ -141,11 +143,14 @@ class _BadNode(Exception):
 
 
 def parse_profile(text: str, name: str) -> Profile:
+    import yaml
+    from pydantic import ValidationError
+
     if len(text) > MAX_PROFILE_BYTES:
         raise ProfileFileError([ProfileError(
             name, None, None, f"larger than {MAX_PROFILE_BYTES >> 20} MiB: not a profile")])
     try:
-        node = yaml.compose(text, Loader=_YamlLoader)
+        node = yaml.compose(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except RecursionError:
         raise ProfileFileError([ProfileError(name, None, None, "nested too deeply")]) from None
     except yaml.YAMLError as exc:
@@ -201,6 +206,8 @@ def _to_python(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ..
     """Build plain data from a YAML node tree, recording the line of every value. Aliases
     are expanded here, so the number of values and the depth are bounded: an alias bomb (a few
     hundred bytes that expand to billions of values) is an error, not a machine out of memory."""
+    import yaml
+
     line = node.start_mark.line + 1
     budget[0] -= 1
     if budget[0] < 0:
@@ -234,6 +241,8 @@ def _merge(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], 
            budget: list[int]) -> dict[Any, Any]:
     """The keys a YAML merge (`<<: *anchor` or `<<: [*a, *b]`) brings in; the explicit keys of
     the mapping win, and of several merged mappings the first one does (YAML 1.1 merge)."""
+    import yaml
+
     sources = node.value if isinstance(node, yaml.SequenceNode) else [node]
     out: dict[Any, Any] = {}
     for source in reversed(sources):
@@ -245,6 +254,8 @@ def _merge(node: yaml.Node, path: tuple[Any, ...], lines: dict[tuple[Any, ...], 
 
 
 def _scalar(node: yaml.Node) -> Any:
+    import yaml
+
     try:
         return yaml.constructor.SafeConstructor().construct_object(node, deep=True)  # type: ignore[no-untyped-call]
     except yaml.YAMLError as exc:

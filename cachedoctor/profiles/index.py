@@ -1,0 +1,141 @@
+"""The index of validated profiles: what each profile file validated to, kept between runs.
+
+Parsing YAML and validating every profile took most of a command's start-up; the index keeps
+each file's outcome (its `Profile`, or the exact `ProfileError`s it gave) keyed by the file's
+path, size, mtime, ctime and inode, and is valid only for the cachedoctor version, the Python
+and pydantic versions and the validating code it was written with. Any change re-validates that
+file; a damaged or foreign index is ignored and rewritten, silently. A file modified in the last
+seconds is not recorded (a second edit of the same size within the timestamp granularity would
+otherwise go unseen, as in git's "racy" index entries).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Union
+
+from cachedoctor.profiles.loader import ProfileError, ProfileFileError
+from cachedoctor.profiles.model import Profile
+
+Outcome = Union[Profile, list[ProfileError]]  # noqa: UP007 - a runtime alias on Python 3.10
+_FORMAT = 1
+_RACY_NS = 3_000_000_000  # mtimes this close to now are not trusted yet
+_FileKey = tuple[int, int, int, int]
+
+
+def index_path() -> Path:
+    """In cachedoctor's state folder, not the user cache folder, where `scan` would list it."""
+    from cachedoctor.state import state_dir
+
+    return state_dir() / "profile-index.pickle"
+
+
+def _file_key(st: os.stat_result) -> _FileKey:
+    return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+
+
+def _stamp() -> tuple[Any, ...]:
+    """What every outcome in the index was computed with."""
+    import pydantic
+
+    from cachedoctor import __version__
+
+    # Every module of the package: validation reaches into many (the method, format, unit and
+    # condition registries), and an outcome is a pickle of its classes. A change to any of them
+    # in a checkout re-validates; ~150 stats cost well under a millisecond.
+    package = Path(__file__).resolve().parents[1]
+    code: list[tuple[str | int, ...]] = []
+    for folder, _dirs, files in sorted(os.walk(package)):
+        for name in sorted(files):
+            if name.endswith(".py"):
+                try:
+                    code.append((name, *_file_key(os.stat(os.path.join(folder, name)))))
+                except OSError:
+                    code.append((name,))
+    return (_FORMAT, __version__, sys.version, pydantic.VERSION, tuple(code))
+
+
+class ProfileIndex:
+    """Use as `with ProfileIndex.open() as index: index.outcome(path, load)`; the index is
+    written back on leaving when an outcome was computed."""
+
+    def __init__(self, path: Path, stamp: tuple[Any, ...],
+                 entries: dict[str, tuple[_FileKey, Outcome]]) -> None:
+        self.path, self.stamp, self.entries = path, stamp, entries
+        self.changed = False
+
+    @classmethod
+    def open(cls) -> ProfileIndex:
+        path, stamp = index_path(), _stamp()
+        return cls(path, stamp, _read(path, stamp))
+
+    def outcome(self, path: Path, load: Callable[[Path], Profile]) -> Outcome:
+        """The profile `path` validates to, or its errors: from the index when the file is
+        unchanged, else by `load` (which raises ProfileFileError)."""
+        name = str(path)
+        try:
+            key: _FileKey | None = _file_key(os.stat(path))
+        except OSError:
+            key = None
+        known = self.entries.get(name)
+        if key is not None and known is not None and known[0] == key:
+            return known[1]
+        outcome: Outcome
+        try:
+            outcome = load(path)
+        except ProfileFileError as exc:
+            outcome = exc.errors
+        if key is not None and time.time_ns() - key[1] > _RACY_NS:
+            self.entries[name] = (key, outcome)
+            self.changed = True
+        return outcome
+
+    def __enter__(self) -> ProfileIndex:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if kind is None and self.changed:
+            self.entries = {name: entry for name, entry in self.entries.items()
+                            if os.path.exists(name)}
+            _write(self.path, (self.stamp, self.entries))
+
+
+def _read(path: Path, stamp: tuple[Any, ...]) -> dict[str, tuple[_FileKey, Outcome]]:
+    """The entries of the index at `path`, or none when it is missing, damaged, written by
+    other code, or could have been written by another user (it is a pickle: only a file this
+    user owns and only this user can write is read)."""
+    try:
+        with open(path, "rb") as file:
+            st = os.fstat(file.fileno())
+            if hasattr(os, "geteuid") and (st.st_uid != os.geteuid() or st.st_mode & 0o022):
+                return {}
+            saved_stamp, entries = pickle.load(file)
+    except Exception:  # missing, unreadable, truncated, from other code: rebuilt
+        return {}
+    if saved_stamp != stamp or not isinstance(entries, dict):
+        return {}
+    return entries
+
+
+def _write(path: Path, document: Any) -> None:
+    """Replace the index atomically; a cache folder that cannot be written only costs speed."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, temp = tempfile.mkstemp(prefix=".profile-index.", dir=path.parent)
+        try:
+            with os.fdopen(fd, "wb") as file:
+                pickle.dump(document, file, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(temp, path)
+        except BaseException:
+            os.unlink(temp)
+            raise
+    except (OSError, pickle.PicklingError):
+        return
