@@ -348,3 +348,26 @@ def test_a_machine_policy_needs_an_administrator_and_says_it_applies_to_everyone
     policy.apply("edge", "DiskCacheDir", r"D:\e", win)
     policy.revert("edge", "DiskCacheDir", before, win)
     assert policy_registry.values[("HKEY_LOCAL_MACHINE", key, "DiskCacheDir")] == r"E:\old"
+
+
+def test_a_revision_of_links_is_removed_whole(windows_double: Any, tmp_path: Path) -> None:
+    """A Hugging Face snapshot is a folder of links: the unit listing and the deleter's
+    selection must see the same identity for a link (a listing has st_ino 0 on Windows), or
+    the planned links are never removed and a revision is left half there."""
+    from cachedoctor.cacheunits.base import names_step
+    from cachedoctor.cacheunits.tree import list_tree
+    from cachedoctor.clean.steps import run_steps
+
+    root = tmp_path / "hub" / "models--x"
+    snap = root / "snapshots" / "abc"
+    (root / "blobs").mkdir(parents=True)
+    snap.mkdir(parents=True)
+    (root / "blobs" / "b1").write_text("weights")
+    os.symlink("../../blobs/b1", snap / "model.bin")
+    (snap / "plain.txt").write_text("x")
+    tree = list_tree(str(root))
+    assert all(e.ino for e in tree.entries.values())  # real identities, links included
+    done = run_steps(str(root), tree, names_step(tree, "snapshots", ["snapshots/abc"]),
+                     trash=False)
+    assert done.complete and not done.errors and not snap.exists()
+    assert (root / "blobs" / "b1").read_text() == "weights"

@@ -148,3 +148,35 @@ def test_late_folders_and_links_are_merged_as_they_are_never_followed(tmp_path: 
     assert os.readlink(new / "late" / "out") == str(outside)
     assert os.readlink(new / "ln") == str(outside)
     assert settle.digests(str(new))["late"] == settle.digests(str(original))["late"]
+
+
+def test_a_late_folder_copy_cut_short_is_copied_again_not_kept_as_newer(tmp_path: Path) -> None:
+    """Killed half-way through a late file (kill -9, power loss), the merge must not find a
+    truncated copy at the real name next time (fresh mtime: "newer", and the original would go).
+    The folder is copied under a temporary name and renamed into place."""
+    original, new = tmp_path / "orig", tmp_path / "new"
+    original.mkdir()
+    new.mkdir()
+    taken = settle.digests(str(original))
+    (original / "late").mkdir()
+    data = os.urandom(1 << 20)
+    (original / "late" / "blob.bin").write_bytes(data)
+    os.utime(original / "late" / "blob.bin", (1.6e9, 1.6e9))
+    child = (
+        "import os, signal, sys\n"
+        "from cachedoctor.fs import seam\n"
+        "from cachedoctor.relocate import settle\n"
+        "ops = seam.current()\n"
+        "def half(fin, fout, size):\n"
+        "    os.write(fout, os.read(fin, size // 2))\n"
+        "    os.kill(os.getpid(), signal.SIGKILL)\n"
+        "ops.copy_data = half\n"
+        "ops.clone_file = lambda *a, **k: False\n"
+        f"settle.settle({str(original)!r}, {str(new)!r}, {taken!r})\n")
+    killed = subprocess.run([sys.executable, "-c", child], check=False)
+    assert killed.returncode == -9
+    assert not (new / "late").exists()  # nothing half-done at the real name
+    done = settle.settle(str(original), str(new), taken)
+    assert done.copied == ["late"] and done.kept_newer == []
+    assert (new / "late" / "blob.bin").read_bytes() == data
+    assert sorted(os.listdir(new)) == ["late"]

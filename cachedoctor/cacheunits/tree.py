@@ -283,17 +283,17 @@ class _Lister(TreeWalk):
             if not frame.selected_all and not rules.in_only(rel):
                 tree.kept.add(rel)
                 continue
+            if full_stat:  # the deleter compares the planned inode of files and links alike
+                try:
+                    st = ops.lstat_full(name, dir_fd=fd)
+                except OSError:
+                    continue
             target = None
             if kinds.is_link(st):
                 try:
                     target = ops.readlink(name, dir_fd=fd)
                 except OSError:
                     target = None
-            elif full_stat and st.st_mode & _IFMT == _IFREG:
-                try:
-                    st = ops.lstat_full(name, dir_fd=fd)
-                except OSError:
-                    continue
             entries[rel] = _entry(rel, st, target, unit)
             listed.append(name)
         return False

@@ -82,7 +82,8 @@ class _Survey(TreeWalk):
         self._count(top, "")
         if not kinds.is_real_dir(top):
             return
-        if ops.modes_meaningful and not os.access(self.root, _REMOVE_ENTRIES):
+        if ops.modes_meaningful and not os.access(self.root, _REMOVE_ENTRIES) \
+                and not _can_make_writable(top, self.root):
             result.undeletable.append(self.root)
         try:
             root_fd = ops.open_root(self.root)
@@ -167,7 +168,8 @@ class _Survey(TreeWalk):
                 result.symlinks += 1
             self._count(st, rel)
             if kinds.is_real_dir(st):
-                if ops.modes_meaningful and not ops.access(name, _REMOVE_ENTRIES, dir_fd=fd):
+                if ops.modes_meaningful and not ops.access(name, _REMOVE_ENTRIES, dir_fd=fd) \
+                        and not _can_make_writable(st, name, fd):
                     result.undeletable.append(self.path_of(rel))
                 child = self._open(frame, name, rel, st)
                 if child is not None:
@@ -180,6 +182,19 @@ class _Survey(TreeWalk):
             elif not stat.S_ISREG(st.st_mode) and not kind:
                 result.specials += 1
         return False
+
+
+def _can_make_writable(st: Any, name: str, dir_fd: int | None = None) -> bool:
+    """Whether the deleter can give the folder write permission back before emptying it, as it
+    does for a Go module cache's 0555 folders: only the owner can, and not when the folder is
+    immutable (chmod to its own mode is harmless and fails with EPERM then)."""
+    if st.st_uid != os.geteuid():
+        return False
+    try:
+        os.chmod(name, stat.S_IMODE(st.st_mode), dir_fd=dir_fd)
+    except OSError:
+        return False
+    return True
 
 
 def _has_xattrs(path: str) -> bool:

@@ -364,7 +364,7 @@ class TreeWalk:
         import warnings
 
         nworkers = min(self.workers, len(tasks))
-        stop_signals = {signal.SIGINT, signal.SIGTERM}
+        stop_signals = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}  # what cli stops on
         task_r, task_w = os.pipe()
         children: dict[int, int] = {}  # result pipe -> pid
         results: dict[int, bytes] = {}
@@ -373,7 +373,10 @@ class TreeWalk:
                 res_r, res_w = os.pipe()
                 # Ctrl-C (or SIGTERM) between the fork and the worker's registration would
                 # leave a worker nobody stops: both wait, blocked, until it is in `children`
+                # (the mask is per thread: a signal another thread takes still raises here
+                # once fork returns, so a child not yet registered is stopped below)
                 signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
+                pid = -1
                 try:
                     with warnings.catch_warnings():  # 3.12+ warns about forking with threads
                         warnings.simplefilter("ignore", DeprecationWarning)
@@ -392,6 +395,13 @@ class TreeWalk:
                             os._exit(code)
                     os.close(res_w)
                     children[res_r] = pid
+                except BaseException:
+                    if pid > 0 and res_r not in children:
+                        with contextlib.suppress(OSError):
+                            os.kill(pid, signal.SIGKILL)
+                        _reap(pid)
+                        os.close(res_r)
+                    raise
                 finally:
                     signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
             os.close(task_r)

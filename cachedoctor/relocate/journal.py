@@ -77,7 +77,12 @@ class Operation:
         data = dict(data)
         data["pairs"] = [Pair(**p) for p in data.get("pairs", [])]
         known = set(cls.__dataclass_fields__)
-        return cls(**{k: v for k, v in data.items() if k in known})
+        op = cls(**{k: v for k, v in data.items() if k in known})
+        from cachedoctor.relocate.methods import METHODS
+
+        if op.method not in METHODS:  # a newer cachedoctor's, or edited by hand: damaged here
+            raise ValueError(f"unknown relocation method {op.method!r}")
+        return op
 
     def at_least(self, phase: str) -> bool:
         phases = MOVE_PHASES if self.kind == "move" else RESTORE_PHASES

@@ -27,6 +27,7 @@ from cachedoctor.fs import kinds, seam
 from cachedoctor.fs.copy import copy_tree
 from cachedoctor.fs.walk import Frame, Task, TreeWalk, join_rel
 from cachedoctor.relocate import faults
+from cachedoctor.safedelete import remove_tree
 
 Digests = dict[str, str]  # folder path relative to the root ('' for the root) -> digest
 
@@ -173,7 +174,7 @@ def _merge_folder(original: str, new: str, rel: str, result: Settled) -> None:
         if kinds.is_real_dir(st):
             if there is None:
                 faults.point("settle-copy")
-                copy_tree(source, target)  # the one copier: links, modes and times kept
+                _place_folder(source, target)
                 result.copied.append(item)
             elif not kinds.is_real_dir(there):
                 raise _conflict(original, item, "a folder in the original is a file in the new place")
@@ -190,15 +191,37 @@ def _merge_folder(original: str, new: str, rel: str, result: Settled) -> None:
         result.copied.append(item)
 
 
+def _late_name(dst: str) -> str:
+    """The temporary name a late entry is copied to before it takes its place: fixed, so a
+    merge killed half-way leaves a name the next run recognises as its own and removes (a
+    half-copied file at the real name would look newer than the original and be kept)."""
+    return f"{dst}.cachedoctor-late"
+
+
+def _place_folder(src: str, dst: str) -> None:
+    """Copy a folder created late with the one copier (links, modes and times kept), under its
+    temporary name first, then rename it into place."""
+    tmp = _late_name(dst)
+    if os.path.lexists(tmp):
+        remove_tree(tmp)
+    copy_tree(src, tmp)
+    seam.rename(tmp, dst)
+
+
 def _replace(ops: seam.Ops, src: str, st: Any, dst: str) -> None:
     """Copy one file or link over `dst` atomically (a temporary name beside it, then rename);
-    a link is recreated as the same kind of link (a junction stays a junction)."""
-    tmp = f"{dst}.cachedoctor-late-{os.getpid()}"
+    a link is recreated as the same kind of link with its times (`Ops.copy_link`: a junction
+    stays a junction, a Windows file symlink stays a file symlink)."""
+    tmp = _late_name(dst)
     if os.path.lexists(tmp):
         os.unlink(tmp)
-    kind = kinds.link_kind_of(st)
-    if kind is not None:
-        ops.create_link(tmp, ops.readlink_path(src), kind)
+    if kinds.is_link(st):
+        folder = ops.open_root(os.path.dirname(tmp))
+        try:
+            ops.copy_link(st, ops.readlink_path(src), os.path.basename(tmp), dir_fd=folder,
+                          owner=False)
+        finally:
+            ops.close(folder)
     else:
         shutil.copy2(src, tmp, follow_symlinks=False)
     os.replace(tmp, dst)  # replaces an existing file on Windows too (MoveFileEx)
