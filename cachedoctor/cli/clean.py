@@ -138,7 +138,14 @@ def clean(
         if not json_out:
             info(f"running {target.tool}'s own clean command: {' '.join(target.command or [])}")
 
-    result = execute_plan(plan, on_command=show_command)
+    try:
+        result = execute_plan(plan, on_command=show_command)
+    except KeyboardInterrupt:
+        gone = "sent to the trash" if trash else "deleted"
+        info(f"the clean was interrupted: what it had {gone} is gone from the caches; the rest "
+             f"is where it was, in {', '.join(t.root for t in plan.targets)}; the same command "
+             "finishes it")
+        raise
     if json_out:
         emit_json(result.to_json())
     else:
