@@ -75,8 +75,8 @@ def show(
     from cachedoctor.relocate.plan import relocation_methods
 
     host = Host.current()
-    loaded = profile_set().profiles.get(tool)
-    profile = profile_set().get(tool)
+    loaded = profile_set().loaded(tool)
+    profile = loaded.profile
     locations: list[dict[str, Any]] = []
     for pic in pictures([profile], observe(host)):
         location = pic.location
@@ -100,7 +100,7 @@ def show(
         "category": profile.category,
         "aliases": profile.aliases,
         "description": profile.description,
-        "file": loaded.file if loaded else None,
+        "file": loaded.file,
         "os": host.os,
         "locations": locations,
         "tune": [p.id for p in profile.tune],
