@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from cachedoctor.cachedirtag import SIGNATURE, has_tag
+from cachedoctor.cli.render import tilde
 from tests.conftest import needs_posix_paths, result_of, run_cli, user_cache_root
 
 TAG = SIGNATURE + b"\n# This file is a cache directory tag created by a test.\n"
@@ -86,5 +87,6 @@ def test_scan_names_tagged_caches_among_the_unclaimed(demo_profile: None, isolat
     assert unclaimed[str(root / "plain")]["tagged"] is False
     assert unclaimed[str(root / "plain")]["name"] is None
     table = run_cli("scan").stdout
-    [row] = [line for line in table.splitlines() if line.rstrip().endswith(str(root / "tagged-app"))]
+    shown = tilde(str(root / "tagged-app"))  # a path in the home is shown from `~`
+    [row] = [line for line in table.splitlines() if line.rstrip().endswith(shown)]
     assert "(unclaimed)" in row and "tagged cache" in row

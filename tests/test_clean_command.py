@@ -142,3 +142,28 @@ def test_a_pip_serving_another_cache_is_not_chosen_even_if_newer(
     assert target["command"][0] == str(new / "bin" / "pip")
     assert "serves /some/other/cache" in target["command_why"]
     assert "purge" not in calls.read_text()
+
+
+def test_ctrl_c_during_a_clean_says_what_happened(isolated_home: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A real SIGINT while the tool's own clean command runs (the command sends it, as a
+    terminal would on Ctrl-C)."""
+    profiles, bin_dir = tmp_path / "profiles", tmp_path / "bin"
+    profiles.mkdir()
+    bin_dir.mkdir()
+    (profiles / "foo.yaml").write_text(
+        "id: foo\nname: Foo\ndescription: test\nlocations:\n  - id: cache\n"
+        "    paths: {linux: '~/.cache/foo'}\n    safe_to_delete: true\n"
+        "    clean: {command: [foo-clean]}\n")
+    script = bin_dir / "foo-clean"
+    script.write_text("#!/bin/sh\nkill -INT $PPID\nsleep 10\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("CACHEDOCTOR_PROFILES_DIR", str(profiles))
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    cache = isolated_home / ".cache" / "foo"
+    cache.mkdir(parents=True)
+    (cache / "f").write_bytes(b"x" * 5000)
+    proc = run_cli("clean", "foo", "--yes")
+    assert proc.returncode == 130, proc.stderr
+    assert "the clean was interrupted" in proc.stderr and str(cache) in proc.stderr
+    assert "the same command finishes it" in proc.stderr and (cache / "f").exists()

@@ -5,10 +5,13 @@ from __future__ import annotations
 import errno
 import json
 import os
+import select
 import shutil
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -602,3 +605,85 @@ def test_a_dangling_config_link_or_an_undecodable_file_is_refused_before_the_cop
     refused = cli("move", "pipc", str(shm), "--yes")
     assert refused.returncode == 2 and "not UTF-8" in refused.stderr and "Traceback" not in refused.stderr
     assert (cache / "x").exists() and not (shm / "pipc").exists()
+
+
+def _paused_move(shm: Path, tmp_path: Path, point: str, **kw: Any) -> subprocess.Popen[str]:
+    """A real move stopped at fault point `point` (faults.py `pause`), to be sent a real signal."""
+    env = {**os.environ, "CACHEDOCTOR_FAULT_AT": f"{point}:pause",
+           "CACHEDOCTOR_FAULT_PAUSE_DIR": str(tmp_path), **kw.pop("env", {})}
+    proc = subprocess.Popen([sys.executable, "-m", "cachedoctor", "move", "foo", str(shm), "--yes"],
+                            text=True, env=env, **kw)
+    deadline = time.monotonic() + 60
+    while not (tmp_path / "paused").exists():
+        assert proc.poll() is None and time.monotonic() < deadline, "the move never reached " + point
+        time.sleep(0.05)
+    return proc
+
+
+def test_sigint_during_verify_says_it_rolled_back_and_where_the_cache_is(
+        profiles: Path, cache: Path, shm: Path, tmp_path: Path) -> None:
+    before = snapshot(cache)
+    proc = _paused_move(shm, tmp_path, "verify", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "interrupted during verify and rolled back" in err
+    assert f"the cache is where it was, in {cache}" in err and "interrupted" in err
+    assert snapshot(cache) == before and pending() == [] and leftovers(shm, cache.parent) == []
+
+
+def test_sigint_after_the_swap_leaves_it_resumable_and_says_where_the_data_is(
+        profiles: Path, cache: Path, shm: Path, tmp_path: Path) -> None:
+    before = snapshot(cache)
+    proc = _paused_move(shm, tmp_path, "swap-done", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    (op,) = pending()
+    assert "interrupted during swap" in err and "it can be finished or rolled back" in err
+    aside = next(p for p in map(str, cache.parent.iterdir()) if ".cachedoctor-old-" in p)
+    assert f"the original is intact in {aside}" in err and str(shm / "foo") in err
+    assert op.finish_command in err and op.rollback_command in err
+    finished = cli("move", "foo", str(shm), "--yes")
+    assert finished.returncode == 0, finished.stderr
+    assert snapshot(cache) == before and pending() == []
+
+
+def test_progress_names_the_phase_shows_percent_and_eta_and_is_cleared_on_ctrl_c(
+        profiles: Path, cache: Path, shm: Path, tmp_path: Path) -> None:
+    """stderr on a real pseudo-terminal: the progress line is drawn, then erased before the
+    interruption is reported."""
+    import pty
+
+    master, slave = pty.openpty()
+    proc = _paused_move(shm, tmp_path, "verify", stdout=subprocess.DEVNULL, stderr=slave,
+                        env={"TERM": "xterm", "COLUMNS": "100"})
+    os.close(slave)
+    screen = b""
+
+    def read_for(seconds: float) -> bytes:
+        out, deadline = b"", time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if ready:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:  # the other end closed
+                    break
+                if not chunk:
+                    break
+                out += chunk
+        return out
+
+    screen += read_for(1.0)  # a few refreshes while it waits in its verify phase
+    drawn = screen.decode(errors="replace")
+    assert "verify" in drawn and "100%" in drawn and "ETA" in drawn, drawn
+    proc.send_signal(signal.SIGINT)
+    screen += read_for(10.0)
+    proc.wait(timeout=60)
+    os.close(master)
+    text = screen.decode(errors="replace")
+    assert proc.returncode == 130, text
+    tail = text[text.rindex("ETA"):]
+    said = tail.index("interrupted during verify")
+    assert "\x1b[2K" in tail[:said], repr(tail[:said])  # the line was erased before it was said

@@ -63,7 +63,7 @@ def list_units(profile: Profile, host: Host, *, location: str | None = None,
     from cachedoctor.locate import observe, pictures
 
     if location is not None:
-        profile.require_location(location)
+        location = profile.require_location(location).id  # as named, in any case
     world = world if world is not None else observe(host)
     others = [place.data or place.path
               for pic in pictures(list(all_profiles) or [profile], world) for place in pic.existing]

@@ -87,10 +87,11 @@ def command_path(command: Any, argv: list[str]) -> tuple[str, bool]:
 def run(argv: list[str] | None = None) -> int:
     """Run the CLI and return the exit code; user-facing errors never show a traceback. A
     `--json` run prints its envelope whatever happened (`cachedoctor.cli.output`)."""
-    from cachedoctor.cli import output
+    from cachedoctor.cli import completion, output
 
     args = list(sys.argv[1:] if argv is None else argv)
     command = typer.main.get_command(app)
+    completion.attach(command)
     name, json_out = command_path(command, args)
     output.begin(name, json_out=json_out)
     code = _run(command, args)

@@ -44,7 +44,7 @@ app = typer.Typer(
     name="cachedoctor",
     help="Find, measure, relocate, tune and clean the caches that fill your system drive.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
     context_settings={"help_option_names": ["-h", "--help"]},
@@ -94,8 +94,39 @@ def _console(**options: Any) -> Console:
 def stdout_console() -> Console:
     """Rich output for stdout. Piped output is not cut to 80 columns: a table keeps its natural
     width so `cachedoctor scan | less` or a log shows whole paths."""
-    width = None if sys.stdout.isatty() or os.environ.get("COLUMNS") else 4096
-    return _console(highlight=False, soft_wrap=False, width=width)
+    terminal = sys.stdout.isatty()
+    width = None if terminal or os.environ.get("COLUMNS") else 4096
+    if terminal:
+        return _console(highlight=False, soft_wrap=False, width=width)
+    return _console(highlight=False, soft_wrap=False, width=width, file=TrimmedLines(sys.stdout))
+
+
+class TrimmedLines:
+    """A text stream that drops the spaces a line ends with: rich pads every table cell to its
+    column's width, which a file or a pipe should not carry. Spaces are held back until the
+    line goes on (they were inside it) or ends (they were padding)."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+        self._held = ""
+
+    def write(self, text: str) -> int:
+        lines = (self._held + text).split("\n")
+        last = lines.pop()
+        out = "".join(line.rstrip(" ") + "\n" for line in lines)
+        kept = last.rstrip(" ")
+        self._held = last[len(kept):]
+        self._stream.write(out + kept)
+        return len(text)
+
+    def flush(self) -> None:
+        self._stream.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def __getattr__(self, name: str) -> Any:  # encoding, fileno, errors: the real stream's
+        return getattr(self._stream, name)
 
 
 def stderr_console() -> Console:

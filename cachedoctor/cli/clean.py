@@ -138,7 +138,14 @@ def clean(
         if not json_out:
             info(f"running {target.tool}'s own clean command: {' '.join(target.command or [])}")
 
-    result = execute_plan(plan, on_command=show_command)
+    try:
+        result = execute_plan(plan, on_command=show_command)
+    except KeyboardInterrupt:
+        gone = "sent to the trash" if trash else "deleted"
+        info(f"the clean was interrupted: what it had {gone} is gone from the caches; the rest "
+             f"is where it was, in {', '.join(t.root for t in plan.targets)}; the same command "
+             "finishes it")
+        raise
     if json_out:
         emit_json(result.to_json())
     else:
@@ -235,9 +242,7 @@ def _scheduled(tools: list[str], age: float | None, size: int | None, trash: boo
 
 
 def _render_plan(plan: CleanPlan) -> None:
-    from rich.table import Table
-
-    from cachedoctor.cli.render import size
+    from cachedoctor.cli.render import Column, number_column, path_column, print_table, size
 
     console = stdout_console()
     for refusal in plan.left_alone:
@@ -248,27 +253,19 @@ def _render_plan(plan: CleanPlan) -> None:
     if not plan.targets:
         console.print("Nothing to clean.")
         return
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("tool", "location", "what goes", "files", "size", "folder"):
-        table.add_column(
-            column, justify="right" if column in ("files", "size") else "left", overflow="fold"
-        )
-    for t in plan.targets:
-        files = f"{t.files:,}" if t.measured else "?"
-        table.add_row(
-            t.tool,
-            t.location,
-            "; ".join(t.reasons),
-            files,
-            size(t.bytes) if t.measured else "?",
-            t.root,
-        )
-    console.print(table)
+    columns = [Column("tool"), Column("location"), Column("what goes", "prose"),
+               number_column("files", drop=1), number_column("size"), path_column("folder")]
+    rows: list[list[str] | None] = [
+        [t.tool, t.location, "; ".join(t.reasons), f"{t.files:,}" if t.measured else "?",
+         size(t.bytes) if t.measured else "?", t.root]
+        for t in sorted(plan.targets, key=lambda t: -t.bytes if t.measured else 0)
+    ]
+    print_table(console, columns, rows)
     largest = sorted((i for t in plan.targets for i in t.largest), key=lambda i: -i.bytes)[:5]
     if largest and any(i.bytes for i in largest):
         console.print("\nlargest items:")
-        for item in largest:
-            console.print(f"  {size(item.bytes):>10}  {item.path}", markup=False, highlight=False)
+        print_table(console, [number_column("size"), path_column()],
+                    [[size(item.bytes), item.path] for item in largest])
     for t in plan.targets:
         _render_target_detail(t)
     totals = plan.totals()

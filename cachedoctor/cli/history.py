@@ -45,13 +45,11 @@ def history(
         return
     import time
 
-    from rich.table import Table
+    from cachedoctor.cli.render import Column, number_column, print_table
 
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("id", "when", "kind", "tool"):
-        table.add_column(column, no_wrap=True)
-    table.add_column("what", overflow="fold", ratio=1)
-    table.add_column("undo status", no_wrap=True)
+    columns = [number_column("id"), number_column("when"), Column("kind"), Column("tool", drop=1),
+               Column("what", "prose"), Column("undo status", "prose")]
+    rows: list[list[str] | None] = []
     for change in found:
         state = ""
         if change.undone_by is not None:
@@ -59,8 +57,8 @@ def history(
         elif change.undoes is not None:
             state = f"undoes #{change.undoes}"
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(change.time))
-        table.add_row(str(change.id), when, change.kind, change.tool or "-", change.summary, state)
-    stdout_console().print(table, markup=False)
+        rows.append([str(change.id), when, change.kind, change.tool or "-", change.summary, state])
+    print_table(stdout_console(), columns, rows)
 
 
 @app.command()

@@ -60,14 +60,12 @@ def ls(
 
 
 def _render(entry: LocationUnits, units: list[Unit]) -> None:
-    from rich.table import Table
-
-    from cachedoctor.cli.render import size, when
+    from cachedoctor.cli.render import Column, number_column, print_table, size, tilde, when
     from cachedoctor.sizes import format_size
 
     console = stdout_console()
     s = entry.survey
-    head = f"{entry.tool}/{entry.location}  {entry.root or entry.path}"
+    head = f"{entry.tool}/{entry.location}  {tilde(entry.root or entry.path)}"
     if s is None:
         console.print(f"{head}\n  {entry.note}\n", markup=False, highlight=False)
         return
@@ -76,23 +74,20 @@ def _render(entry: LocationUnits, units: list[Unit]) -> None:
                   f"{s.clock.name}: {s.clock.why})", markup=False, highlight=False)
     if entry.note:
         console.print(f"  {entry.note}", markup=False, highlight=False)
-    table = Table(box=None, header_style="bold", pad_edge=False)
     has_revisions = any(u.revisions for u in units)
-    columns = ["id", "size", "shared", "files", "last used"]
-    columns += ["revisions", "refs"] if has_revisions else []
-    columns.append("flags")
-    for column in columns:
-        table.add_column(column, justify="right" if column in ("size", "shared", "files",
-                                                               "revisions") else "left",
-                         overflow="fold")
+    columns = [Column("id", "prose"), number_column("size"), number_column("shared", drop=2),
+               number_column("files", drop=1), number_column("last used")]
+    columns += [number_column("revisions", drop=3), Column("refs", "prose")] if has_revisions else []
+    columns.append(Column("flags", "prose"))
+    rows: list[list[str] | None] = []
     for u in units:
         row = [u.id, size(u.bytes), size(u.shared_bytes) if u.shared_bytes else "",
                f"{u.files:,}", when(u.last_used)]
         if has_revisions:
             row += [str(len(u.revisions)), ", ".join(u.refs)]
         row.append("; ".join(u.flags))
-        table.add_row(*row)
-    console.print(table)
+        rows.append(row)
+    print_table(console, columns, rows)
     if len(units) < len(s.units):
         console.print(f"  ... {len(s.units) - len(units)} more (--limit)", markup=False)
     loose = [e for e in s.loose if not any(u.file_level and (not u.path or e.rel.startswith(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from functools import partial
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -22,6 +23,8 @@ from cachedoctor.cli.base import (
 from cachedoctor.errors import EXIT_OK
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from cachedoctor.host import Host
     from cachedoctor.relocate import RestorePlan
     from cachedoctor.relocate.engine import Outcome
@@ -121,7 +124,8 @@ def move(
             if not confirm(question, yes=yes):
                 info("nothing changed")
                 continue
-            outcome = execute_move(plan, host, progress=_progress())
+            total = sum(s.apparent_bytes for s in plan.surveys.values())
+            outcome = _watched(partial(execute_move, plan, host), plan.op, total)
             _observe_after(profile, loc.id, host, outcome, expected=outcome.base)
             _report(outcome, json_out, documents)
     if json_out:
@@ -191,7 +195,8 @@ def restore(
             if not confirm("Restore it?", yes=yes):
                 info("nothing changed")
                 continue
-            outcome = execute_restore(plan, host, progress=_progress())
+            outcome = _watched(partial(execute_restore, plan, host), plan.op,
+                               plan.needed_bytes)
             _observe_after(profile, location_id, host, outcome, expected=None)
             _report(outcome, json_out, documents)
     if json_out:
@@ -223,20 +228,53 @@ def _profiles_dirs() -> list[str]:
     return [os.path.abspath(d) for d in OPTIONS.profiles_dirs]
 
 
-def _progress() -> Any:
+def _watched(run: Callable[..., Outcome], op: Operation | None, total_bytes: int) -> Outcome:
+    """Run a move or restore under its progress line (phase, bytes of the total, percent,
+    ETA); on Ctrl-C the line is cleared and what happened is said before the interruption goes
+    on to the app (which names the commands that finish an unfinished operation)."""
     from cachedoctor.cli.base import show_progress
+    from cachedoctor.cli.progress import MoveProgress
 
-    if not show_progress():
-        return None
-    from cachedoctor.sizes import format_size
+    watch = MoveProgress(total_bytes, shown=show_progress())
+    try:
+        with watch:
+            return run(progress=watch.copied, phase=watch.phase)
+    except KeyboardInterrupt:
+        if op is not None:
+            info(_where_it_stands(op, watch.phase_name))
+        raise
 
-    def update(entries: int, nbytes: int) -> None:
-        import sys
 
-        sys.stderr.write(f"\r  copied {entries:,} entries, {format_size(nbytes)}   ")
-        sys.stderr.flush()
+def _where_it_stands(op: Operation, phase: str) -> str:
+    """After an interruption: rolled back or resumable, and where the cache's data is now (read
+    from the journal, not assumed)."""
+    import os
 
-    return update
+    from cachedoctor.relocate import journal
+
+    what = f"{'moving' if op.kind == 'move' else 'restoring'} {op.tool} ({op.location})"
+    left = journal.find(op.tool, op.location)
+    pairs = [p for p in op.pairs if not p.same_fs] or op.pairs
+    if left is None:
+        if op.kind == "move":
+            return (f"{what} was interrupted during {phase} and rolled back: the cache is where "
+                    f"it was, in {', '.join(p.source for p in op.pairs)}; the partial copy was removed")
+        return (f"{what} was interrupted during {phase} and rolled back: the cache stays in "
+                f"{', '.join(p.dest for p in op.pairs)}; the partial copy was removed")
+    if left.kind == "move":
+        if left.at_least("cleaning"):
+            now = f"the cache is in {', '.join(p.dest for p in pairs)}"
+        else:
+            original = [p.aside(left.id) if os.path.lexists(p.aside(left.id)) else p.source
+                        for p in pairs]
+            now = (f"the original is intact in {', '.join(original)} and a verified copy is in "
+                   f"{', '.join(p.dest for p in pairs)}")
+    elif left.at_least("cleaning"):
+        now = f"the cache is back in {', '.join(p.source for p in pairs)}"
+    else:
+        now = f"the relocated cache is intact in {', '.join(p.dest for p in pairs)}"
+    return (f"{what} was interrupted during {phase} (journal phase {left.phase}); it can be "
+            f"finished or rolled back: {now}")
 
 
 def _show_move_plan(plan: MovePlan, host: Host) -> None:
@@ -276,11 +314,6 @@ def _show_restore_plan(plan: RestorePlan, host: Host) -> None:
 
 
 def _report(outcome: Outcome, json_out: bool, documents: list[dict[str, Any]]) -> None:
-    import sys
-
-
-    if sys.stderr.isatty():
-        sys.stderr.write("\n")
     if json_out:
         documents.append(outcome.to_json())
         return

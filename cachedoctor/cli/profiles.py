@@ -52,22 +52,17 @@ def list_profiles(
     if json_out:
         emit_json({"profiles": rows})
         return
-    from rich.table import Table
+    from cachedoctor.cli.render import Column, print_table
 
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("id", "name", "category", "present", "running (by name)", "origin"):
-        table.add_column(column)
+    columns = [Column("id"), Column("name", "prose"), Column("category", drop=2),
+               Column("present"), Column("running (by name)", "prose", drop=1),
+               Column("origin")]
+    table: list[list[str] | None] = []
     for row in rows:
         running_text = ", ".join(f"{p['name']} ({p['pid']})" for p in row["processes"][:2]) or "-"
-        table.add_row(
-            row["id"],
-            row["name"],
-            row["category"],
-            "yes" if row["present"] else "-",
-            running_text,
-            row["origin"],
-        )
-    stdout_console().print(table)
+        table.append([row["id"], row["name"], row["category"], "yes" if row["present"] else "-",
+                      running_text, row["origin"]])
+    print_table(stdout_console(), columns, table)
 
 
 @profiles_app.command("show")
@@ -80,8 +75,8 @@ def show(
     from cachedoctor.relocate.plan import relocation_methods
 
     host = Host.current()
-    loaded = profile_set().profiles.get(tool)
-    profile = profile_set().get(tool)
+    loaded = profile_set().loaded(tool)
+    profile = loaded.profile
     locations: list[dict[str, Any]] = []
     for pic in pictures([profile], observe(host)):
         location = pic.location
@@ -105,7 +100,7 @@ def show(
         "category": profile.category,
         "aliases": profile.aliases,
         "description": profile.description,
-        "file": loaded.file if loaded else None,
+        "file": loaded.file,
         "os": host.os,
         "locations": locations,
         "tune": [p.id for p in profile.tune],

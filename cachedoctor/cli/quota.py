@@ -186,18 +186,18 @@ def list_command(json_out: JsonOption = False) -> None:
     elif not rows:
         info("no quotas set; set one with `cachedoctor quota TOOL SIZE`")
     else:
-        from rich.table import Table
-
-        from cachedoctor.cli.render import bar
+        from cachedoctor.cli.render import Column, bar, number_column, path_column, print_table
         from cachedoctor.sizes import format_size
 
-        table = Table(box=None, header_style="bold", pad_edge=False)
-        for column in ("tool", "location", "used", "quota", "", "%", "path"):
-            table.add_column(column, justify="right" if column in ("used", "quota", "%") else "left")
+        columns = [Column("tool"), Column("location"), number_column("used"), number_column("quota"),
+                   Column("", "bar", drop=1), number_column("%"), path_column()]
+        table = []
         for row in rows:
             pct = f"{row.percent:.0f}%" + (" OVER" if row.over else "")
-            table.add_row(row.tool, row.location, format_size(row.used_bytes) + ("*" if row.partial else ""),
-                          format_size(row.cap_bytes), bar(min(row.used_bytes, row.cap_bytes), row.cap_bytes),
-                          pct, ", ".join(row.paths) or ("(not present)" if row.known else "(unknown tool)"))
-        stdout_console().print(table)
+            table.append([row.tool, row.location,
+                          format_size(row.used_bytes) + ("*" if row.partial else ""),
+                          format_size(row.cap_bytes),
+                          bar(min(row.used_bytes, row.cap_bytes), row.cap_bytes, 10), pct,
+                          ", ".join(row.paths) or ("(not present)" if row.known else "(unknown tool)")])
+        print_table(stdout_console(), columns, table)
     raise typer.Exit(1 if any(r.partial for r in rows) else EXIT_OK)

@@ -1,12 +1,51 @@
-"""Shared rich rendering pieces: sizes, bars, dates."""
+"""Shared rich rendering pieces: sizes, bars, dates, and the one table layout every command uses.
+
+The terminal rules live here so no command can break them: on a narrow terminal a path folds
+(no character of it is ever dropped) and is shown with `~` for the home folder; sizes and
+counts are never cut or wrapped; columns that only decorate (bars, dates, drives) give way
+first; a table that still cannot fit is printed one record per block instead.
+"""
 
 from __future__ import annotations
 
+import os
+import re
 import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
 
 from cachedoctor.sizes import format_size
 
+if TYPE_CHECKING:
+    from rich.console import Console
+
 BAR_WIDTH = 20
+GAP = 2  # the space rich leaves between two columns (padding 1 on each side, no edge padding)
+FOLD_FLOOR = 16  # a path or prose column is not folded narrower than this while others can go
+TEXT_FLOOR = 8  # nor an id column, once it has to fold at all
+
+Kind = Literal["text", "number", "path", "prose", "bar"]
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a table. `kind` decides how it may give way on a narrow terminal:
+    number and bar cells never wrap; text (ids, names) wraps only as a last resort; path and
+    prose fold. `drop` > 0: the column may be left out when the terminal is too narrow, the
+    highest `drop` first (0: always shown)."""
+
+    header: str
+    kind: Kind = "text"
+    drop: int = 0
+
+
+def path_column(header: str = "path") -> Column:
+    return Column(header, "path")
+
+
+def number_column(header: str, drop: int = 0) -> Column:
+    return Column(header, "number", drop)
 
 
 def bar_width_for(console_width: int) -> int:
@@ -35,3 +74,89 @@ def when(timestamp: float | None) -> str:
         if age >= seconds:
             return f"{int(age // seconds)}{unit} ago"
     return "just now"
+
+
+def tilde(text: str) -> str:
+    """`text` with the home folder written `~` wherever a path in it starts there."""
+    home = os.path.expanduser("~").rstrip("/\\")
+    if len(home) < 2 or home == "~":
+        return text
+    pattern = re.escape(home) + r"(?=[/\\]|$|\s|\))"
+    return re.sub(r"(?:^|(?<=[\s(]))" + pattern, "~", text)
+
+
+Row = Sequence[str] | None  # None: a section break
+
+
+def print_table(console: Console, columns: Sequence[Column], rows: Sequence[Row]) -> None:
+    """Print `rows` under `columns` following the terminal rules (module docstring)."""
+    from rich.cells import cell_len
+
+    from cachedoctor.cli.base import printable
+
+    cleaned: list[list[str] | None] = []
+    for row in rows:
+        if row is None:
+            cleaned.append(None)
+            continue
+        cleaned.append([printable(tilde(cell) if col.kind == "path" else cell)
+                        for col, cell in zip(columns, row, strict=True)])
+    natural = [max([cell_len(c.header)] + [max((cell_len(line) for line in r[i].splitlines()),
+                                               default=0) for r in cleaned if r is not None])
+               for i, c in enumerate(columns)]
+    shown = list(range(len(columns)))
+
+    def fits(text_floor: int | None) -> bool:
+        least = 0
+        for i in shown:
+            kind = columns[i].kind
+            if kind in ("path", "prose"):
+                least += min(natural[i], FOLD_FLOOR)
+            elif kind == "text" and text_floor is not None:
+                least += min(natural[i], text_floor)
+            else:
+                least += natural[i]
+        return least + GAP * (len(shown) - 1) <= console.width
+
+    while not fits(None) and any(columns[i].drop for i in shown):
+        shown.remove(max((i for i in shown if columns[i].drop), key=lambda i: columns[i].drop))
+    if fits(None):
+        _print_rich_table(console, columns, shown, cleaned, fold_text=False)
+    elif fits(TEXT_FLOOR):
+        _print_rich_table(console, columns, shown, cleaned, fold_text=True)
+    else:
+        _print_records(console, columns, shown, cleaned)
+
+
+def _print_rich_table(console: Console, columns: Sequence[Column], shown: list[int],
+                      rows: list[list[str] | None], *, fold_text: bool) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(box=None, header_style="bold", pad_edge=False, show_edge=False)
+    for i in shown:
+        column = columns[i]
+        folds = column.kind in ("path", "prose") or (column.kind == "text" and fold_text)
+        table.add_column(column.header, justify="right" if column.kind == "number" else "left",
+                         no_wrap=not folds, overflow="fold")
+    for row in rows:
+        if row is None:
+            table.add_section()
+        else:
+            table.add_row(*(Text(row[i]) for i in shown))
+    console.print(table)
+
+
+def _print_records(console: Console, columns: Sequence[Column], shown: list[int],
+                   rows: list[list[str] | None]) -> None:
+    """Too narrow for any table: each row as a block, its ids on the first line, then one
+    `header: value` line per other cell (bars left out), folded, never cut."""
+    for row in rows:
+        if row is None:
+            continue
+        ids = [row[i] for i in shown if columns[i].kind == "text" and row[i]]
+        lines = ["  ".join(ids)] if ids else []
+        lines += [f"  {columns[i].header}: {row[i]}" for i in shown
+                  if columns[i].kind not in ("text", "bar") and row[i]]
+        for line in lines:
+            console.print(line, markup=False, highlight=False, overflow="fold")

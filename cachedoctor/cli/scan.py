@@ -98,9 +98,16 @@ def _progress(enabled: bool) -> AbstractContextManager[ProgressCallback | None]:
 
 
 def _render(report: ScanReport, *, by_tool: bool) -> None:
-    from rich.table import Table
-
-    from cachedoctor.cli.render import bar, bar_width_for, size, when
+    from cachedoctor.cli.render import (
+        Column,
+        bar,
+        bar_width_for,
+        number_column,
+        path_column,
+        print_table,
+        size,
+        when,
+    )
     from cachedoctor.sizes import format_size
 
     console = stdout_console()
@@ -108,35 +115,29 @@ def _render(report: ScanReport, *, by_tool: bool) -> None:
         console.print("No caches found." if by_tool else "Nothing measured.")
         return
     largest = max(e.walk.allocated_bytes for e in report.entries + report.unclaimed)
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold")
-    if by_tool:
-        table.add_column("tool", no_wrap=True)
-        table.add_column("location", no_wrap=True)
-    table.add_column("size", justify="right", no_wrap=True)
-    table.add_column("", no_wrap=True)
-    table.add_column("files", justify="right", no_wrap=True)
-    table.add_column("newest", justify="right", no_wrap=True)
-    table.add_column("drive", no_wrap=True)
-    table.add_column("path", overflow="fold", ratio=1, min_width=24)
+    with_quota = any(e.quota_bytes for e in report.entries + report.unclaimed)
+    columns = [Column("tool"), Column("location")] if by_tool else []
+    columns += [number_column("size"), *([number_column("quota", drop=1)] if with_quota else []),
+                Column("", "bar", drop=5), number_column("files", drop=2),
+                number_column("newest", drop=4), Column("drive", drop=3), path_column()]
     bar_width = bar_width_for(console.width)
+    rows: list[list[str] | None] = []
 
     def row(entry: ScanEntry, tool: str, location: str) -> None:
         where = entry.path
         if entry.link:
             state = "BROKEN " if entry.broken else ""
             where = f"{entry.path} -> {state}{entry.link} {entry.target}"
-        size_text = size(entry.walk.allocated_bytes) + ("*" if entry.walk.partial else "")
-        if entry.quota_bytes:
-            size_text += f" / quota {size(entry.quota_bytes)}"
         cells = [
-            size_text,
+            size(entry.walk.allocated_bytes) + ("*" if entry.walk.partial else ""),
+            *([size(entry.quota_bytes) if entry.quota_bytes else ""] if with_quota else []),
             bar(entry.walk.allocated_bytes, largest, bar_width),
             f"{entry.walk.files:,}",
             when(entry.walk.newest_mtime),
             entry.drive.mount if entry.drive else "-",
             where,
         ]
-        table.add_row(*([tool, location] if by_tool else []), *cells)
+        rows.append([*([tool, location] if by_tool else []), *cells])
 
     for entry in report.entries:
         label = entry.location or ""
@@ -147,10 +148,10 @@ def _render(report: ScanReport, *, by_tool: bool) -> None:
         row(entry, entry.tool or "", label)
     if report.unclaimed:
         if by_tool:
-            table.add_section()
+            rows.append(None)
         for entry in report.unclaimed:
             row(entry, "(unclaimed)", entry.name or "")  # "tagged cache": has a CACHEDIR.TAG
-    console.print(table)
+    print_table(console, columns, rows)
     _render_drives(report)
     totals = report.totals()
     console.print(
@@ -166,22 +167,19 @@ def _render(report: ScanReport, *, by_tool: bool) -> None:
 
 def _render_drives(report: ScanReport) -> None:
     """How full each drive holding a cache is: the question behind every scan."""
-    from rich.table import Table
-
-    from cachedoctor.cli.render import bar, size
+    from cachedoctor.cli.render import Column, bar, number_column, path_column, print_table, size
 
     drives = {e.drive.mount: e.drive for e in report.entries + report.unclaimed if e.drive}
     if not drives:
         return
-    table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold", title_justify="left")
-    for column, justify in (("drive", "left"), ("type", "left"), ("used", "right"), ("", "left"),
-                            ("free", "right"), ("total", "right")):
-        table.add_column(column, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    columns = [path_column("drive"), Column("type", drop=2), number_column("used"),
+               Column("", "bar", drop=3), number_column("free"), number_column("total", drop=1)]
+    rows: list[list[str] | None] = []
     for mount, drive in sorted(drives.items()):
         used = drive.total_bytes - drive.free_bytes
         percent = f"{100 * used / drive.total_bytes:.0f}%" if drive.total_bytes else "-"
-        table.add_row(mount, drive.fstype or "-", percent, bar(used, drive.total_bytes),
-                      size(drive.free_bytes), size(drive.total_bytes))
+        rows.append([mount, drive.fstype or "-", percent, bar(used, drive.total_bytes),
+                     size(drive.free_bytes), size(drive.total_bytes)])
     console = stdout_console()
     console.print()
-    console.print(table)
+    print_table(console, columns, rows)

@@ -141,9 +141,7 @@ def _freed_text(freed: int, shared: int) -> str:
 
 
 def _render_plan(plan: SweepPlan) -> None:
-    from rich.table import Table
-
-    from cachedoctor.cli.render import size, when
+    from cachedoctor.cli.render import Column, number_column, path_column, print_table, size, when
 
     console = stdout_console()
     for item in plan.refused:
@@ -156,15 +154,14 @@ def _render_plan(plan: SweepPlan) -> None:
     if not plan.targets:
         console.print("No build outputs to sweep.")
         return
-    table = Table(box=None, header_style="bold", pad_edge=False)
-    for column in ("kind", "project active", "size", "frees", "path"):
-        table.add_column(column, justify="right" if column in ("size", "frees") else "left",
-                         overflow="fold", no_wrap=column != "path")
+    columns = [Column("kind"), Column("project active", drop=1), number_column("size"),
+               number_column("frees"), path_column()]
+    rows: list[list[str] | None] = []
     for t in plan.targets:
         o = t.output
         active = when(t.activity) + (" (git)" if t.activity_from == "git" else "")
-        table.add_row(o.kind, active, size(o.bytes), _freed_text(o.freed, o.shared), o.path)
-    console.print(table)
+        rows.append([o.kind, active, size(o.bytes), _freed_text(o.freed, o.shared), o.path])
+    print_table(console, columns, rows)
     totals = plan.totals()
     console.print(
         f"\ntotal: {_count(totals['outputs'], 'build output')} in "

@@ -77,6 +77,8 @@ def _ask(pic: Picture, world: Any) -> dict[str, Any]:
 def _render(rows: list[dict[str, Any]], problems: tuple[str, ...]) -> None:
     from rich.markup import escape
 
+    from cachedoctor.cli.render import tilde
+
     console = stdout_console()
     if not rows:
         console.print("No tool's caches found here; name a tool to see where it would keep them.")
@@ -87,7 +89,7 @@ def _render(rows: list[dict[str, Any]], problems: tuple[str, ...]) -> None:
             missing = ("  [yellow](broken link: its target is missing)[/yellow]" if place["broken"]
                        else "" if place["exists"] else "  [dim](does not exist yet)[/dim]")
             prefix = head if index == 0 else " " * len(f"{row['tool']} {row['location']}")
-            console.print(f"{prefix}  {escape(place['path'])}{missing}", highlight=False)
+            console.print(f"{prefix}  {escape(tilde(place['path']))}{missing}", highlight=False)
             if place["how"]:
                 console.print(f"    how: {escape(place['how'])}", highlight=False)
         if row["this_shell"] is not None:

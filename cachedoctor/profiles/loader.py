@@ -50,14 +50,37 @@ class ProfileSet:
     profiles: dict[str, LoadedProfile] = field(default_factory=dict)
     errors: list[ProfileError] = field(default_factory=list)
 
-    def get(self, tool_id: str) -> Profile:
-        from cachedoctor.errors import UserInputError
+    _names: dict[str, str] | None = field(default=None, repr=False, compare=False)
 
-        try:
-            return self.profiles[tool_id].profile
-        except KeyError:
-            known = ", ".join(sorted(self.profiles)) or "none"
-            raise UserInputError(f"unknown tool {tool_id!r}; known tools: {known}") from None
+    def resolve(self, name: str) -> str | None:
+        """The id of the profile `name` means: its id in any case, or one of its aliases."""
+        if name in self.profiles:
+            return name
+        if self._names is None:
+            names: dict[str, str] = {}
+            for tool_id, loaded in sorted(self.profiles.items()):
+                for alias in loaded.profile.aliases:
+                    names.setdefault(alias.lower(), tool_id)
+            names.update((tool_id.lower(), tool_id) for tool_id in self.profiles)  # ids win
+            self._names = names
+        return self._names.get(name.lower())
+
+    def loaded(self, name: str) -> LoadedProfile:
+        """The profile a user named, or a clear error with the name they probably meant."""
+        tool_id = self.resolve(name)
+        if tool_id is not None:
+            return self.profiles[tool_id]
+        from cachedoctor.errors import UserInputError
+        from cachedoctor.names import closest
+
+        known = [*self.profiles, *(a for lp in self.profiles.values() for a in lp.profile.aliases)]
+        best = closest(name, known)
+        meant = self.resolve(best) if best is not None else None  # an alias names its profile
+        raise UserInputError(f"unknown tool {name!r}" + (f"; did you mean {meant!r}?" if meant else ""),
+                             hint="`cachedoctor profiles list` lists the tools")
+
+    def get(self, tool_id: str) -> Profile:
+        return self.loaded(tool_id).profile
 
     def select(self, tool_ids: Sequence[str]) -> list[Profile]:
         if not tool_ids:

@@ -424,14 +424,17 @@ class Profile(ProfileModel):
         raise KeyError(location_id)
 
     def require_location(self, location_id: str) -> Location:
-        """The location a user named (`--location ID`), or a clear error listing the known ones."""
-        try:
-            return self.location(location_id)
-        except KeyError:
-            from cachedoctor.errors import UserInputError
+        """The location a user named (`--location ID`, any case), or a clear error with the one
+        they probably meant and the known ones."""
+        for loc in self.locations:
+            if loc.id == location_id or loc.id.lower() == location_id.lower():
+                return loc
+        from cachedoctor.errors import UserInputError
+        from cachedoctor.names import did_you_mean
 
-            known = ", ".join(loc.id for loc in self.locations)
-            raise UserInputError(f"{self.id} has no location {location_id!r}; known: {known}") from None
+        ids = [loc.id for loc in self.locations]
+        raise UserInputError(f"{self.id} has no location {location_id!r}"
+                             f"{did_you_mean(location_id, ids)} (known: {', '.join(ids)})")
 
     def preset(self, preset_id: str) -> TunePreset:
         for preset in self.tune:

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from cachedoctor.locate.world import World
     from cachedoctor.profiles.model import Location, Profile
     from cachedoctor.relocate.copy import ProgressCallback
-    from cachedoctor.relocate.engine import Outcome
+    from cachedoctor.relocate.engine import Outcome, PhaseCallback
     from cachedoctor.relocate.journal import Operation
     from cachedoctor.relocate.plan import MovePlan
 
@@ -34,7 +34,8 @@ def plan_move(profile: Profile, location: Location, host: Host, dest: str, *,
                 force=force, profiles_dirs=profiles_dirs, world=world)
 
 
-def execute_move(plan: MovePlan, host: Host, *, progress: ProgressCallback | None = None) -> Outcome:
+def execute_move(plan: MovePlan, host: Host, *, progress: ProgressCallback | None = None,
+                 phase: PhaseCallback | None = None) -> Outcome:
     """Run a planned move (call inside `cache_lock`); a plan for an existing relocation is a no-op."""
     from cachedoctor.relocate.engine import Outcome, _pairs_json, run_move
 
@@ -43,7 +44,7 @@ def execute_move(plan: MovePlan, host: Host, *, progress: ProgressCallback | Non
         return Outcome(op.tool, op.location, "move", "already_relocated", op.method,
                        plan.already, _pairs_json(op),
                        messages=[f"{op.tool} ({op.location}) already lives in {plan.already}"])
-    return run_move(op, host, progress=progress)
+    return run_move(op, host, progress=progress, phase=phase)
 
 
 def move_location(profile: Profile, location_id: str, host: Host, dest: str, *,
@@ -109,7 +110,8 @@ def restore_location(profile: Profile, location_id: str, host: Host, *, dry_run:
 
 
 def execute_restore(plan: RestorePlan, host: Host, *, dry_run: bool = False,
-                    progress: ProgressCallback | None = None) -> Outcome:
+                    progress: ProgressCallback | None = None,
+                    phase: PhaseCallback | None = None) -> Outcome:
     from cachedoctor.relocate.engine import Outcome, _pairs_json, restore_op
 
     op = plan.op
@@ -118,7 +120,7 @@ def execute_restore(plan: RestorePlan, host: Host, *, dry_run: bool = False,
                        messages=[f"{plan.tool} ({plan.location}) is not relocated; nothing to restore"])
     if dry_run:
         return Outcome(op.tool, op.location, "restore", "planned", op.method, op.base, _pairs_json(op))
-    return restore_op(op, host, progress=progress)
+    return restore_op(op, host, progress=progress, phase=phase)
 
 
 __all__ = ["RestorePlan", "execute_move", "execute_restore", "move_location", "plan_move",

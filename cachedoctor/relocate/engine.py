@@ -10,7 +10,7 @@ import contextlib
 import errno
 import os
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,8 +99,17 @@ def _remove_empty_parents(path: str, stop: str) -> None:
 
 # --------------------------------------------------------------------------- move
 
+PhaseCallback = Callable[[str], None]  # the step starting now: copy, verify, swap or cleanup
 
-def run_move(op: Operation, host: Host, *, progress: ProgressCallback | None = None) -> Outcome:
+
+def _announce(phase: PhaseCallback | None, name: str) -> None:
+    if phase is not None:
+        phase(name)
+
+
+
+def run_move(op: Operation, host: Host, *, progress: ProgressCallback | None = None,
+             phase: PhaseCallback | None = None) -> Outcome:
     """Run (or finish) a move from the phase recorded in `op`."""
     started = time.monotonic()
     outcome = Outcome(op.tool, op.location, "move", "moved", op.method, op.base, _pairs_json(op))
@@ -112,7 +121,7 @@ def run_move(op: Operation, host: Host, *, progress: ProgressCallback | None = N
         journal.save(op, "copying")
         try:
             for pair in op.pairs:
-                files, nbytes = _copy_pair(op, pair, progress)
+                files, nbytes = _copy_pair(op, pair, progress, phase)
                 outcome.files += files
                 outcome.bytes += nbytes
         except BaseException as exc:
@@ -121,6 +130,7 @@ def run_move(op: Operation, host: Host, *, progress: ProgressCallback | None = N
                 raise
             raise _copy_failure(op, exc) from exc
         journal.save(op, "copied")
+    _announce(phase, "swap")
     if not op.at_least("swapped"):
         for pair in op.pairs:
             if not pair.same_fs:
@@ -136,6 +146,7 @@ def run_move(op: Operation, host: Host, *, progress: ProgressCallback | None = N
                 f"where it was and the copy was removed") from exc
         journal.save(op, "linked")
     journal.save(op, "cleaning")
+    _announce(phase, "cleanup")
     for index, pair in enumerate(op.pairs):
         if not pair.same_fs:
             aside = pair.aside(op.id)
@@ -173,7 +184,8 @@ def _measured(folders: Iterable[str]) -> tuple[int, int]:
     return files, nbytes
 
 
-def _copy_pair(op: Operation, pair: Pair, progress: ProgressCallback | None) -> tuple[int, int]:
+def _copy_pair(op: Operation, pair: Pair, progress: ProgressCallback | None,
+               phase: PhaseCallback | None) -> tuple[int, int]:
     src, dst = pair.source, pair.dest
     if pair.same_fs:
         if _is_real_dir(src) and not os.path.lexists(dst):
@@ -215,11 +227,13 @@ def _copy_pair(op: Operation, pair: Pair, progress: ProgressCallback | None) -> 
         os.rmdir(dst)
     os.makedirs(os.path.dirname(dst), exist_ok=True)
     # --verify size never reads the original again, and it is deleted once the move is done
+    _announce(phase, "copy")
     result = copy_tree(src, partial, progress=progress, durable=True,
                        drop_source_cache=op.verify != "hash", options=copy_options(src, partial))
     make_durable(partial)  # the copy is on stable storage before the original is touched
     # what the original holds as it is verified: a later write to it is merged, never lost
     settle.save(op.id, op.pairs.index(pair), settle.digests(src))
+    _announce(phase, "verify")
     faults.point("verify")
     problems = verify_tree(src, partial, content=op.verify == "hash",
                            options=verify_options(src, partial))
@@ -352,7 +366,8 @@ def _record_move(op: Operation) -> int:
 # --------------------------------------------------------------------------- restore
 
 
-def restore_op(op: Operation, host: Host, *, progress: ProgressCallback | None = None) -> Outcome:
+def restore_op(op: Operation, host: Host, *, progress: ProgressCallback | None = None,
+               phase: PhaseCallback | None = None) -> Outcome:
     """Restore: roll back an unfinished move, finish an unfinished restore, or undo a finished move."""
     if op.kind == "move" and op.phase != "done":
         if not op.at_least("cleaning"):
@@ -369,7 +384,7 @@ def restore_op(op: Operation, host: Host, *, progress: ProgressCallback | None =
     elif op.kind == "move":  # a finished move from the registry
         op = _restore_from(op, [])
         journal.save(op)
-    return _run_restore(op, host, progress)
+    return _run_restore(op, host, progress, phase)
 
 
 def _restore_from(move: Operation, leftovers: list[str]) -> Operation:
@@ -381,7 +396,8 @@ def _restore_from(move: Operation, leftovers: list[str]) -> Operation:
                      verify=move.verify, settings=settings, profiles_dirs=move.profiles_dirs)
 
 
-def _run_restore(op: Operation, host: Host, progress: ProgressCallback | None) -> Outcome:
+def _run_restore(op: Operation, host: Host, progress: ProgressCallback | None,
+                 phase: PhaseCallback | None) -> Outcome:
     started = time.monotonic()
     outcome = Outcome(op.tool, op.location, "restore", "restored", op.method, op.base, _pairs_json(op))
     for leftover in op.settings.get("leftovers", []):
@@ -399,11 +415,13 @@ def _run_restore(op: Operation, host: Host, progress: ProgressCallback | None) -
                                           "(is its drive connected?); nothing was changed")
                 partial = pair.partial(op.id, "restore")
                 remove_tree(partial)
+                _announce(phase, "copy")
                 result = copy_tree(pair.dest, partial, progress=progress, durable=True,
                                    drop_source_cache=op.verify != "hash",
                                    options=copy_options(pair.dest, partial))
                 make_durable(partial)
                 settle.save(op.id, op.pairs.index(pair), settle.digests(pair.dest))
+                _announce(phase, "verify")
                 faults.point("verify")
                 problems = verify_tree(pair.dest, partial, content=op.verify == "hash",
                                        options=verify_options(pair.dest, partial))
@@ -421,6 +439,7 @@ def _run_restore(op: Operation, host: Host, progress: ProgressCallback | None) -
             raise OperationFailed(f"copying the cache back failed: {exc}; the partial copy was "
                                   "removed and the relocated cache is untouched") from exc
         journal.save(op, "copied")
+    _announce(phase, "swap")
     if not op.at_least("unlinked"):
         outcome.messages += methods.revert(op, host)
         journal.save(op, "unlinked")
@@ -429,6 +448,7 @@ def _run_restore(op: Operation, host: Host, progress: ProgressCallback | None) -
             outcome.messages += _place(op, pair)
         journal.save(op, "placed")
     journal.save(op, "cleaning")
+    _announce(phase, "cleanup")
     for pair in op.pairs:
         if not pair.same_fs:
             if not _is_real_dir(pair.source):

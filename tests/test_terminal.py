@@ -1,0 +1,167 @@
+"""The terminal rules (cachedoctor/cli/render.py) for every table the CLI prints, at 60, 80 and
+120 columns, with a long home folder: no character of a path is dropped (paths are written
+with `~` for home and fold), sizes are whole, piped output carries no trailing padding, the
+biggest item comes first. Once more through a real terminal (tmux)."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from cachedoctor.cli.render import Column, number_column, path_column, print_table
+from cachedoctor.sizes import format_size
+from tests.conftest import result_of, run_cli
+from tests.layouts import make_repo
+
+WIDTHS = (60, 80, 120)
+
+
+@pytest.fixture
+def long_home(isolated_home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home whose path alone is longer than half an 80-column terminal, holding real caches:
+    a Hugging Face hub (the biggest), pip's and npm's."""
+    home = isolated_home / "home" / "ann-with-a-rather-long-user-name" / "and-a-deep" / "folder"
+    monkeypatch.setenv("HOME", str(home))
+    for var, sub in (("XDG_CONFIG_HOME", ".config"), ("XDG_STATE_HOME", ".local/state"),
+                     ("XDG_CACHE_HOME", ".cache"), ("XDG_DATA_HOME", ".local/share")):
+        monkeypatch.setenv(var, str(home / sub))
+    make_repo(home / ".cache" / "huggingface" / "hub", "openai-community/gpt2-with-a-long-name",
+              {"a" * 40: {"model.safetensors": os.urandom(3_000_000)}}, {"main": "a" * 40})
+    (home / ".cache" / "pip" / "http").mkdir(parents=True)
+    (home / ".cache" / "pip" / "http" / "x").write_bytes(os.urandom(200_000))
+    (home / ".npm" / "_cacache").mkdir(parents=True)
+    (home / ".npm" / "_cacache" / "y").write_bytes(os.urandom(50_000))
+    return home
+
+
+def run_at(width: int, *args: str) -> str:
+    os.environ["COLUMNS"] = str(width)
+    try:
+        proc = run_cli(*args)
+    finally:
+        del os.environ["COLUMNS"]
+    assert proc.returncode in (0, 1), proc.stderr
+    return proc.stdout
+
+
+def short(path: str) -> str:
+    home = os.environ["HOME"]
+    return "~" + path[len(home):] if path.startswith(home + "/") else path
+
+
+def check_rules(out: str, width: int, paths: list[str], sizes: list[str]) -> None:
+    lines = out.splitlines()
+    assert all(line == line.rstrip() for line in lines), [ln for ln in lines if ln != ln.rstrip()]
+    assert all(len(line) <= width for line in lines), max(lines, key=len)
+    joined = re.sub(r"\s+", "", out)  # a folded path continues on the next line(s)
+    for path in paths:
+        assert short(path) in joined, (short(path), out)
+    for text in sizes:
+        assert re.search(rf"(^|\s){re.escape(text)}(\s|$)", out, re.M), (text, out)
+
+
+def scan_truth() -> tuple[list[str], list[str]]:
+    entries = result_of(run_cli("scan", "--json"))["entries"]
+    assert [e["tool"] for e in entries][:1] == ["huggingface"]
+    return [e["path"] for e in entries], [format_size(e["bytes"]) for e in entries]
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_scan_keeps_every_path_and_size(long_home: Path, width: int) -> None:
+    paths, sizes = scan_truth()
+    out = run_at(width, "scan")
+    check_rules(out, width, paths, sizes)
+    assert "~/" in out and str(long_home) not in out
+    assert out.index("huggingface") < out.index("pip")  # biggest first
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_a_quota_does_not_push_the_path_out(long_home: Path, width: int) -> None:
+    assert run_cli("quota", "huggingface", "10G", "--yes").returncode == 0
+    paths, sizes = scan_truth()
+    check_rules(run_at(width, "scan"), width, paths, sizes)
+    quotas = result_of(run_cli("quota", "list", "--json"))["quotas"]
+    out = run_at(width, "quota", "list")
+    check_rules(out, width, [p for q in quotas for p in q["paths"]],
+                [format_size(q["used_bytes"]) for q in quotas] + ["9.3 GiB"])
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_ls_where_clean_and_sweep_keep_paths_whole(long_home: Path, width: int) -> None:
+    hub = str(long_home / ".cache" / "huggingface" / "hub")
+    units = result_of(run_cli("ls", "huggingface", "--json"))
+    out = run_at(width, "ls", "huggingface")
+    check_rules(out, width, [hub], [])
+    rows = out.splitlines()
+    first = next(i for i, line in enumerate(rows) if line.startswith("model/"))
+    folded = "".join(re.split(r"\s{2,}", line)[0] for line in rows[first:] if line and line[0] != " ")
+    assert folded.startswith("model/openai-community/gpt2-with-a-long-name"), (units, out)
+    assert "2.9 MiB" in out
+    check_rules(run_at(width, "where", "huggingface", "pip"), width,
+                [hub, str(long_home / ".cache" / "pip")], [])
+    out = run_at(width, "clean", "pip", "npm", "--dry-run")
+    check_rules(out, width, [str(long_home / ".cache" / "pip"), str(long_home / ".npm")], [])
+    assert out.index("pip") < out.index("npm")  # biggest first
+    project = long_home / "src" / "a-project-with-a-long-name"
+    (project / "node_modules" / "dep").mkdir(parents=True)
+    (project / "package.json").write_text("{}")
+    (project / "node_modules" / "dep" / "index.js").write_bytes(os.urandom(20_000))
+    check_rules(run_at(width, "sweep", str(project), "--dry-run"), width,
+                [str(project / "node_modules")], [])
+
+
+@pytest.mark.parametrize("width", WIDTHS)
+def test_history_env_profiles_and_doctor_fit(long_home: Path, width: int) -> None:
+    value = str(long_home / "elsewhere" / "hf-cache-on-another-disk")
+    assert run_cli("env", "set", "HF_HOME", value, "--yes").returncode == 0
+    check_rules(run_at(width, "env", "list"), width, [value], [])
+    check_rules(run_at(width, "history"), width, [], [])
+    check_rules(run_at(width, "profiles", "list"), width, [], [])
+    check_rules(run_at(width, "doctor"), width, [], [])
+
+
+@pytest.mark.parametrize("width", (30, 60, 80))
+def test_print_table_never_cuts_a_path_or_a_number(width: int) -> None:
+    path = "/srv/" + "/".join(f"folder-{i}" for i in range(12))
+    columns = [Column("tool"), number_column("size"), Column("", "bar", drop=1), path_column()]
+    stream = io.StringIO()
+    console = Console(file=stream, width=width, color_system=None)
+    print_table(console, columns, [["sentence-transformers", "123.4 GiB", "█" * 20, path],
+                                   None, ["pip", "1.0 KiB", "·" * 20, "/x"]])
+    out = stream.getvalue()
+    assert all(len(line.rstrip()) <= width for line in out.splitlines()), out
+    assert path in re.sub(r"\s+", "", out) and "123.4 GiB" in out and "sentence-transformers" in out
+
+
+def test_scan_in_a_real_80_column_terminal(long_home: Path, tmp_path: Path) -> None:
+    """tmux gives the CLI a real terminal (stdout is a tty, its width is asked of the tty)."""
+    if shutil.which("tmux") is None:
+        pytest.skip("tmux is not installed (.ci/run installs it)")
+    paths, sizes = scan_truth()
+    socket, done = tmp_path / "tmux.sock", tmp_path / "done"
+    env = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "LINES", "TMUX")}
+    command = (f"env -u COLUMNS -u LINES {sys.executable} -m cachedoctor scan; "
+               f"touch {done}; sleep 60")
+    tmux = ["tmux", "-S", str(socket), "-f", "/dev/null"]
+    subprocess.run([*tmux, "new-session", "-d", "-x", "80", "-y", "40", command],
+                   env={**env, "TERM": "xterm-256color"}, check=True, timeout=30)
+    try:
+        deadline = time.monotonic() + 120
+        while not done.exists() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert done.exists(), "cachedoctor scan did not finish in the terminal"
+        screen = subprocess.run([*tmux, "capture-pane", "-p", "-J"], capture_output=True,
+                                text=True, check=True, env=env).stdout
+    finally:
+        subprocess.run([*tmux, "kill-server"], capture_output=True, env=env, check=False)
+    check_rules("\n".join(line.rstrip() for line in screen.splitlines()), 80, paths, sizes)
+    assert screen.index("huggingface") < screen.index("pip")
