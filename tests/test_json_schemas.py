@@ -272,3 +272,16 @@ def test_a_usage_error_is_an_error_document_naming_its_command(path: str) -> Non
     assert [e["kind"] for e in document["errors"]] == ["usage"]
     json.dumps(document)
 
+
+def test_docs_json_md_describes_every_command_from_its_schema() -> None:
+    import importlib.util
+
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("json_reference", root / "docs" / "json_reference.py")
+    assert spec is not None and spec.loader is not None
+    reference = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(reference)
+    text = (root / "docs" / "json.md").read_text(encoding="utf-8")
+    assert text == reference.written(text), "docs/json.md is stale: run python docs/json_reference.py"
+    for path in json_commands():
+        assert f"`cachedoctor.{path}/1`" in text
