@@ -129,6 +129,12 @@ def info(message: str) -> None:
     stderr_console().print(printable(message), markup=False, highlight=False, soft_wrap=True)
 
 
+def say(message: str) -> None:
+    """A line of the command's own output for a person (a `--dry-run` plan), on stdout, where
+    it can be piped or saved; notes and warnings stay on stderr (`info`, `warn`)."""
+    sys.stdout.write(printable(message) + "\n")
+
+
 def emit_json(document: Any, *, ok: bool | None = None) -> None:
     """The result of a `--json` run: printed once, in the envelope, when the run ends
     (`cachedoctor.cli.output`; docs/json.md)."""
@@ -173,6 +179,7 @@ __all__ = [
     "info",
     "printable",
     "profile_set",
+    "say",
     "show_progress",
     "stderr_console",
     "stdout_console",

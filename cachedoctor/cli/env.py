@@ -7,7 +7,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cachedoctor.cli.base import DryRunOption, JsonOption, YesOption, app, confirm, emit_json, info
+from cachedoctor.cli.base import (
+    DryRunOption,
+    JsonOption,
+    YesOption,
+    app,
+    confirm,
+    emit_json,
+    info,
+    say,
+)
 
 if TYPE_CHECKING:
     from cachedoctor.envvars import EnvResult
@@ -96,8 +105,10 @@ def _store_differs(result: EnvResult) -> bool:
 
 
 def _show(result: EnvResult, *, dry_run: bool) -> None:
+    """A --dry-run's plan on stdout; after a change its notes on stderr, so stdout holds only
+    the line to `eval`."""
     for message in result.messages:
-        info(message)
+        (say if dry_run else info)(message)
     if result.apply_now and not dry_run:
         info("to apply it in this shell now, run:")
         typer.echo(result.apply_now)

@@ -14,6 +14,7 @@ from cachedoctor.cli.base import (
     confirm,
     emit_json,
     info,
+    say,
     stdout_console,
 )
 
@@ -83,14 +84,15 @@ def undo(
         if json_out:
             emit_json({"dry_run": True, **plan.to_json()})
         else:
-            info(f"would undo change #{change_id} ({plan.change.summary}):")
+            say(f"would undo change #{change_id} ({plan.change.summary}):")
             for step in plan.steps:
-                info(f"  {step}")
+                say(f"  {step}")
         return
     if not yes:
-        info(f"undo change #{change_id} ({plan.change.summary}):")
+        show = info if json_out else say  # stdout carries only the JSON document
+        show(f"undo change #{change_id} ({plan.change.summary}):")
         for step in plan.steps:
-            info(f"  {step}")
+            show(f"  {step}")
     if not confirm(f"Undo change #{change_id}?", yes=yes):
         raise typer.Exit(1)
     result = do_undo(change_id, host, plan=plan, profiles_dirs=dirs)

@@ -16,6 +16,7 @@ from cachedoctor.cli.base import (
     emit_json,
     info,
     profile_set,
+    say,
     stdout_console,
     warn,
 )
@@ -82,7 +83,7 @@ def set_command(
     todo = [c for c in plan.changes if c.changed]
     if not json_out:
         for change in plan.changes:
-            info(f"{tool} {change.location}: {_text(change.before)} -> {_text(change.after)}"
+            say(f"{tool} {change.location}: {_text(change.before)} -> {_text(change.after)}"
                  + ("" if change.changed else " (unchanged)"))
     if dry_run or not todo:
         if json_out:

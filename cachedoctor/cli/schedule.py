@@ -14,6 +14,7 @@ from cachedoctor.cli.base import (
     confirm,
     emit_json,
     info,
+    say,
     stdout_console,
 )
 from cachedoctor.errors import EXIT_OK
@@ -170,7 +171,7 @@ def remove(
         if json_out:
             emit_json({"dry_run": True, "removed": installed})
         else:
-            info(f"would remove the scheduled cleanup from: {', '.join(installed)}")
+            say(f"would remove the scheduled cleanup from: {', '.join(installed)}")
         return
     if not confirm(f"Remove the scheduled cleanup from {', '.join(installed)}?", yes=yes):
         info("nothing changed")

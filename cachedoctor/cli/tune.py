@@ -6,7 +6,16 @@ from typing import Annotated
 
 import typer
 
-from cachedoctor.cli.base import DryRunOption, JsonOption, YesOption, app, confirm, emit_json, info
+from cachedoctor.cli.base import (
+    DryRunOption,
+    JsonOption,
+    YesOption,
+    app,
+    confirm,
+    emit_json,
+    info,
+    say,
+)
 
 
 @app.command()
@@ -46,9 +55,9 @@ def tune(
             info(f"already tuned: {where} has every setting of preset {plan.preset.id!r}")
         return
     if not json_out:
-        info(f"preset {plan.preset.id!r} for {profile.name}: {where}" + (" (new file)" if plan.creates else ""))
+        say(f"preset {plan.preset.id!r} for {profile.name}: {where}" + (" (new file)" if plan.creates else ""))
         if plan.preset.effect:
-            info(f"effect: {plan.preset.effect}")
+            say(f"effect: {plan.preset.effect}")
         print_diff(plan.diff)
     if dry_run:
         if json_out:
