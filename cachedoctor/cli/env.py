@@ -37,8 +37,8 @@ LaunchctlOption = Annotated[
 
 @env_app.command("set")
 def set_command(
-    name: Annotated[str, typer.Argument(help="Variable name, e.g. HF_HOME.")],
-    value: Annotated[str, typer.Argument(help="Its value (stored literally, quoted safely).")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Variable name, e.g. HF_HOME.")],
+    value: Annotated[str, typer.Argument(metavar="VALUE", help="Its value (stored literally, quoted safely).")],
     dry_run: DryRunOption = False,
     yes: YesOption = False,
     launchctl: LaunchctlOption = False,
@@ -59,7 +59,7 @@ def set_command(
 
 @env_app.command("unset")
 def unset_command(
-    names: Annotated[list[str], typer.Argument(help="Variable names.")],
+    names: Annotated[list[str], typer.Argument(metavar="NAME...", help="Variable names.")],
     dry_run: DryRunOption = False,
     yes: YesOption = False,
     launchctl: LaunchctlOption = False,

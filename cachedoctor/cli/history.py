@@ -21,10 +21,10 @@ from cachedoctor.cli.base import (
 
 @app.command()
 def history(
-    tool: Annotated[str | None, typer.Option("--tool", help="Only changes of this tool.")] = None,
+    tool: Annotated[str | None, typer.Option("--tool", metavar="TOOL", help="Only changes of this tool.")] = None,
     kind: Annotated[
         str | None,
-        typer.Option("--kind", help="Only this kind: move, restore, env, quota, tune, policy, schedule."),
+        typer.Option("--kind", metavar="KIND", help="Only this kind: move, restore, env, quota, tune, policy, schedule."),
     ] = None,
     json_out: JsonOption = False,
 ) -> None:

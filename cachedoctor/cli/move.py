@@ -41,9 +41,9 @@ ForceOption = Annotated[
 
 @app.command()
 def move(
-    tool: Annotated[str, typer.Argument(help="Tool id (see `cachedoctor profiles list`).")],
+    tool: Annotated[str, typer.Argument(metavar="TOOL", help="Tool id (see `cachedoctor profiles list`).")],
     dest: Annotated[str, typer.Argument(
-        help="Parent folder: the cache lands in DEST/<tool> (or DEST/<tool>/<location>).")],
+        metavar="DEST", help="Parent folder: the cache lands in DEST/<tool> (or DEST/<tool>/<location>).")],
     location: LocationOption = None,
     method: Annotated[str | None, typer.Option(
         "--method", metavar="link|env|policy|config",
@@ -146,7 +146,7 @@ def _as_interrupted(op: Operation, method: str | None, link: str | None,
 
 @app.command()
 def restore(
-    tool: Annotated[str, typer.Argument(help="Tool id.")],
+    tool: Annotated[str, typer.Argument(metavar="TOOL", help="Tool id.")],
     location: LocationOption = None,
     force: ForceOption = False,
     dry_run: DryRunOption = False,

@@ -20,9 +20,9 @@ from cachedoctor.cli.base import (
 
 @app.command()
 def tune(
-    tool: Annotated[str, typer.Argument(help="Tool id.")],
-    preset: Annotated[str | None, typer.Option("--preset", help="Preset id (see `profiles show TOOL`).")] = None,
-    file: Annotated[str | None, typer.Option("--file", help="Edit this file instead of the preset's.")] = None,
+    tool: Annotated[str, typer.Argument(metavar="TOOL", help="Tool id.")],
+    preset: Annotated[str | None, typer.Option("--preset", metavar="PRESET", help="Preset id (see `profiles show TOOL`).")] = None,
+    file: Annotated[str | None, typer.Option("--file", metavar="FILE", help="Edit this file instead of the preset's.")] = None,
     workspace: Annotated[
         str | None, typer.Option("--workspace", metavar="DIR", help="Edit the workspace file under DIR.")
     ] = None,
