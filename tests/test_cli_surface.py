@@ -7,8 +7,15 @@ import re
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import needs_posix_paths, result_of, run_cli
+from tests.conftest import envelope_of, needs_posix_paths, result_of, run_cli
 from tests.test_journey import make_caches
+
+
+def test_cachedoctor_alone_says_where_to_start_and_exits_0(isolated_home: Path) -> None:
+    proc = run_cli()
+    assert proc.returncode == 0, proc.stderr
+    assert "cachedoctor scan" in proc.stdout and "cachedoctor --help" in proc.stdout
+    assert len(proc.stdout.splitlines()) <= 6
 
 
 @needs_posix_paths
@@ -34,6 +41,24 @@ def test_dry_run_plans_are_on_stdout_and_notes_on_stderr(isolated_home: Path, tm
     [change] = [c for c in result_of(run_cli("history", "--json"))["changes"] if c["kind"] == "env"]
     undo = run_cli("undo", str(change["id"]), "--dry-run")
     assert undo.returncode == 0 and f"would undo change #{change['id']}" in undo.stdout
+
+
+def test_undo_without_id_offers_the_last_change(isolated_home: Path) -> None:
+    nothing = run_cli("undo", "--yes", "--json")
+    assert nothing.returncode == 2 and "nothing to undo" in nothing.stderr
+    assert [e["kind"] for e in envelope_of(nothing.stdout)["errors"]] == ["refused"]
+    assert "Traceback" not in nothing.stderr
+    for value in ("1", "2"):
+        assert run_cli("env", "set", f"CACHEDOCTOR_U{value}", value, "--yes").returncode == 0
+    changes = result_of(run_cli("history", "--json"))["changes"]
+    asked = run_cli("undo")  # no terminal: shows the change, then refuses to guess the answer
+    assert asked.returncode == 2 and f"#{changes[-1]['id']}" in asked.stderr, asked
+    assert "CACHEDOCTOR_U2" in asked.stderr + asked.stdout
+    done = result_of(run_cli("undo", "--yes", "--json"))
+    assert done["undone"] == changes[-1]["id"]
+    again = result_of(run_cli("undo", "--yes", "--json"))
+    assert again["undone"] == changes[-2]["id"]  # the undo itself is not offered
+    assert "nothing to undo: all 4 recorded" in run_cli("undo", "--yes").stderr
 
 
 # ------------------------------------------------------------------------------ metavars
