@@ -17,7 +17,9 @@ def _registry() -> Any:
         for document in map(schemas.load, schemas.names()))
 
 
+@cache
 def validator(name: str) -> Any:
+    """A checked validator of the schema `name` (built once per test process)."""
     from jsonschema import Draft202012Validator
 
     schema = schemas.load(name)
