@@ -231,11 +231,15 @@ def run_cli(*args: str, input: str | None = None) -> subprocess.CompletedProcess
 
 
 def envelope_of(stdout: str) -> dict[str, Any]:
-    """The one JSON document a `--json` run prints (docs/json.md), checked for its envelope."""
+    """The one JSON document a `--json` run prints (docs/json.md), checked against the envelope
+    schema and its command's result schema (cachedoctor/schemas)."""
     document = json.loads(stdout)
     assert isinstance(document, dict), document
     assert set(document) == {"schema", "ok", "result", "warnings", "errors"}, sorted(document)
     assert document["schema"].startswith("cachedoctor."), document["schema"]
+    from tests.jsonschemas import check_envelope
+
+    check_envelope(document)  # every --json output a test reads is checked against its schema
     return document
 
 

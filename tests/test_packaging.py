@@ -35,6 +35,15 @@ def test_wheel_contains_the_profiles(wheel: Path) -> None:
     assert in_repo and in_repo <= shipped
 
 
+def test_wheel_contains_the_json_schemas(wheel: Path) -> None:
+    import zipfile
+
+    names = zipfile.ZipFile(wheel).namelist()
+    shipped = {Path(n).name for n in names if n.startswith("cachedoctor/schemas/")}
+    in_repo = {p.name for p in (ROOT / "cachedoctor" / "schemas").glob("*.json")}
+    assert "envelope.json" in in_repo and in_repo <= shipped
+
+
 def test_installed_wheel_lists_profiles_outside_the_source_tree(wheel: Path, tmp_path: Path) -> None:
     env_dir = tmp_path / "venv"
     venv.EnvBuilder(with_pip=True).create(env_dir)

@@ -263,7 +263,7 @@ def test_a_folder_held_open_stops_the_move_and_the_same_command_finishes_later(
         windows_double.release(held)
         done = cli("move", "uvlike", str(dest), "--yes")
         assert done.returncode == 0, done.stderr
-        assert "interrupted" in done.stderr or where == "same-drive"
+        assert "interrupted" in done.stdout or where == "same-drive"  # the plan says it resumes
         assert (dest / "uvlike" / "archive-v0" / "id0" / "METADATA").stat().st_size == 3000
         assert uv_profile.is_symlink()
     finally:

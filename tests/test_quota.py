@@ -140,7 +140,7 @@ def test_cli_quota_set_list_off(profiles_dir, isolated_home):
     assert run_cli("quota", "demo", "20GB").returncode == 2  # no terminal, no --yes
     assert quota_table() == {}
     dry = run_cli("quota", "demo", "--location", "cache", "--dry-run")
-    assert dry.returncode == 0 and "(2,000,000 bytes)" in dry.stderr
+    assert dry.returncode == 0 and "(2,000,000 bytes)" in dry.stdout  # the plan: stdout
     assert quota_table() == {}
     done = run_cli("quota", "demo", "--location", "cache", "500MiB", "--yes", "--json")
     assert done.returncode == 0, done.stderr

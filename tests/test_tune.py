@@ -312,7 +312,7 @@ def test_cli_tune_dry_run_yes_already_and_undo(profiles, isolated_home):
     none_left = run_cli("tune", "grok", "--preset", "default", "--undo", "--yes")
     assert none_left.returncode == 2 and "no tune of grok" in none_left.stderr
     default = run_cli("tune", "grok", "--dry-run")  # the one non-workspace preset is the default
-    assert default.returncode == 0 and "preset 'default'" in default.stderr
+    assert default.returncode == 0 and "preset 'default'" in default.stdout  # the plan: stdout
     bad = run_cli("tune", "grok", "--preset", "nope")
     assert bad.returncode == 2 and "presets: default, workspace" in bad.stderr
 

@@ -11,6 +11,11 @@ import typer
 from cachedoctor.cli.base import OPTIONS, Interrupted, app, warn
 from cachedoctor.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, CachedoctorError
 
+START_HINT = """cachedoctor finds, measures, moves and cleans the caches that fill your drive.
+
+Start with `cachedoctor scan`: what every cache weighs, where it lives, how full its drive is.
+Every command: `cachedoctor --help`; one command's options: `cachedoctor COMMAND --help`."""
+
 
 @app.callback()
 def _global_options(
@@ -33,6 +38,9 @@ def _global_options(
         from cachedoctor import __version__
 
         typer.echo(f"cachedoctor {__version__}")
+        raise typer.Exit(0)
+    if ctx.invoked_subcommand is None:
+        typer.echo(START_HINT)
         raise typer.Exit(0)
     OPTIONS.profiles_dirs = list(profiles_dir or [])
     if ctx.invoked_subcommand not in ("move", "restore", "doctor"):  # those handle it themselves

@@ -43,7 +43,7 @@ app = typer.Typer(
     cls=_Group,
     name="cachedoctor",
     help="Find, measure, relocate, tune and clean the caches that fill your system drive.",
-    no_args_is_help=True,
+    invoke_without_command=True,  # `cachedoctor` alone: a hint where to start (cli/app.py)
     add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,
@@ -160,6 +160,12 @@ def info(message: str) -> None:
     stderr_console().print(printable(message), markup=False, highlight=False, soft_wrap=True)
 
 
+def say(message: str) -> None:
+    """A line of the command's own output for a person (a `--dry-run` plan), on stdout, where
+    it can be piped or saved; notes and warnings stay on stderr (`info`, `warn`)."""
+    sys.stdout.write(printable(message) + "\n")
+
+
 def emit_json(document: Any, *, ok: bool | None = None) -> None:
     """The result of a `--json` run: printed once, in the envelope, when the run ends
     (`cachedoctor.cli.output`; docs/json.md)."""
@@ -204,6 +210,7 @@ __all__ = [
     "info",
     "printable",
     "profile_set",
+    "say",
     "show_progress",
     "stderr_console",
     "stdout_console",

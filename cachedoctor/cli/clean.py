@@ -32,6 +32,7 @@ def clean(
     tools: Annotated[
         list[str] | None,
         typer.Argument(
+            metavar="TOOL...",
             help="Tool ids to clean (default: quotas and the given age/size on every tool)."
         ),
     ] = None,

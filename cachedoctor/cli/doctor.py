@@ -19,7 +19,7 @@ _STYLE = {"error": "bold red", "warning": "yellow", "hint": "cyan"}
 def doctor(
     tools: Annotated[
         list[str] | None,
-        typer.Argument(help="Tool ids to check (default: every tool whose caches exist here)."),
+        typer.Argument(metavar="TOOL...", help="Tool ids to check (default: every tool whose caches exist here)."),
     ] = None,
     workspace: Annotated[
         Path | None,

@@ -7,7 +7,16 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from cachedoctor.cli.base import DryRunOption, JsonOption, YesOption, app, confirm, emit_json, info
+from cachedoctor.cli.base import (
+    DryRunOption,
+    JsonOption,
+    YesOption,
+    app,
+    confirm,
+    emit_json,
+    info,
+    say,
+)
 
 if TYPE_CHECKING:
     from cachedoctor.envvars import EnvResult
@@ -28,8 +37,8 @@ LaunchctlOption = Annotated[
 
 @env_app.command("set")
 def set_command(
-    name: Annotated[str, typer.Argument(help="Variable name, e.g. HF_HOME.")],
-    value: Annotated[str, typer.Argument(help="Its value (stored literally, quoted safely).")],
+    name: Annotated[str, typer.Argument(metavar="NAME", help="Variable name, e.g. HF_HOME.")],
+    value: Annotated[str, typer.Argument(metavar="VALUE", help="Its value (stored literally, quoted safely).")],
     dry_run: DryRunOption = False,
     yes: YesOption = False,
     launchctl: LaunchctlOption = False,
@@ -50,7 +59,7 @@ def set_command(
 
 @env_app.command("unset")
 def unset_command(
-    names: Annotated[list[str], typer.Argument(help="Variable names.")],
+    names: Annotated[list[str], typer.Argument(metavar="NAME...", help="Variable names.")],
     dry_run: DryRunOption = False,
     yes: YesOption = False,
     launchctl: LaunchctlOption = False,
@@ -96,8 +105,10 @@ def _store_differs(result: EnvResult) -> bool:
 
 
 def _show(result: EnvResult, *, dry_run: bool) -> None:
+    """A --dry-run's plan on stdout; after a change its notes on stderr, so stdout holds only
+    the line to `eval`."""
     for message in result.messages:
-        info(message)
+        (say if dry_run else info)(message)
     if result.apply_now and not dry_run:
         info("to apply it in this shell now, run:")
         typer.echo(result.apply_now)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
 @app.command("ls")
 def ls(
-    tool: Annotated[str, typer.Argument(help="Tool id (e.g. huggingface, ollama, pip).")],
+    tool: Annotated[str, typer.Argument(metavar="TOOL", help="Tool id (e.g. huggingface, ollama, pip).")],
     location: Annotated[
         str | None, typer.Option("--location", metavar="ID", help="Only this location.")
     ] = None,

@@ -18,6 +18,7 @@ from cachedoctor.cli.base import (
     emit_json,
     info,
     profile_set,
+    say,
     warn,
 )
 from cachedoctor.errors import EXIT_OK
@@ -41,9 +42,9 @@ ForceOption = Annotated[
 
 @app.command()
 def move(
-    tool: Annotated[str, typer.Argument(help="Tool id (see `cachedoctor profiles list`).")],
+    tool: Annotated[str, typer.Argument(metavar="TOOL", help="Tool id (see `cachedoctor profiles list`).")],
     dest: Annotated[str, typer.Argument(
-        help="Parent folder: the cache lands in DEST/<tool> (or DEST/<tool>/<location>).")],
+        metavar="DEST", help="Parent folder: the cache lands in DEST/<tool> (or DEST/<tool>/<location>).")],
     location: LocationOption = None,
     method: Annotated[str | None, typer.Option(
         "--method", metavar="METHOD",
@@ -112,10 +113,10 @@ def move(
                 if json_out:
                     documents.append(plan.to_json(host))
                 else:
-                    _show_move_plan(plan, host)
+                    _show_move_plan(plan, host, say)
                 continue
             if not json_out or not yes:
-                _show_move_plan(plan, host)
+                _show_move_plan(plan, host, info if json_out else say)
             question = "Move it?" if not plan.resumes else "Finish the interrupted move?"
             if plan.replaces:
                 warn(f"this replaces your own setting {plan.replaces}; `cachedoctor restore "
@@ -149,7 +150,7 @@ def _as_interrupted(op: Operation, method: str | None, link: str | None,
 
 @app.command()
 def restore(
-    tool: Annotated[str, typer.Argument(help="Tool id.")],
+    tool: Annotated[str, typer.Argument(metavar="TOOL", help="Tool id.")],
     location: LocationOption = None,
     force: ForceOption = False,
     dry_run: DryRunOption = False,
@@ -188,10 +189,10 @@ def restore(
                 elif plan.op is None:
                     info(outcome.messages[0])
                 else:
-                    _show_restore_plan(plan, host)
+                    _show_restore_plan(plan, host, say)
                 continue
             if not json_out or not yes:
-                _show_restore_plan(plan, host)
+                _show_restore_plan(plan, host, info if json_out else say)
             if not confirm("Restore it?", yes=yes):
                 info("nothing changed")
                 continue
@@ -277,26 +278,28 @@ def _where_it_stands(op: Operation, phase: str) -> str:
             f"finished or rolled back: {now}")
 
 
-def _show_move_plan(plan: MovePlan, host: Host) -> None:
+def _show_move_plan(plan: MovePlan, host: Host, show: Callable[[str], None]) -> None:
+    """The plan for a person: `say` (stdout) for a --dry-run or before asking, `info`
+    (stderr) when stdout carries the JSON document."""
     from cachedoctor.relocate.methods import describe
     from cachedoctor.sizes import count, format_size
 
     op = plan.op
     if plan.resumes:
-        info(f"An interrupted move of {op.tool} ({op.location}) to {op.base} stopped at phase "
+        show(f"An interrupted move of {op.tool} ({op.location}) to {op.base} stopped at phase "
              f"{op.phase!r}; it will be finished.")
         return
-    info(f"Move {op.tool} ({op.location}) by {op.method}:")
+    show(f"Move {op.tool} ({op.location}) by {op.method}:")
     for pair in op.pairs:
         how = "rename (same drive)" if pair.same_fs else "copy, verify, then remove the original"
-        info(f"  {pair.source}\n    -> {pair.dest}  [{how}]")
+        show(f"  {pair.source}\n    -> {pair.dest}  [{how}]")
     free = f", {format_size(plan.free_bytes)} free there" if plan.free_bytes is not None else ""
-    info(f"  {count(plan.files, 'file')}, {format_size(plan.allocated_bytes)}{free}; verify: {op.verify}")
+    show(f"  {count(plan.files, 'file')}, {format_size(plan.allocated_bytes)}{free}; verify: {op.verify}")
     for line in describe(op, host):
-        info(f"  then: {line}")
+        show(f"  then: {line}")
 
 
-def _show_restore_plan(plan: RestorePlan, host: Host) -> None:
+def _show_restore_plan(plan: RestorePlan, host: Host, show: Callable[[str], None]) -> None:
     from cachedoctor.relocate.methods import describe
     from cachedoctor.sizes import format_size
 
@@ -304,13 +307,13 @@ def _show_restore_plan(plan: RestorePlan, host: Host) -> None:
     assert op is not None
     verb = {"rollback": "Roll back the interrupted move of", "resume": "Finish restoring",
             "restore": "Restore"}[plan.status]
-    info(f"{verb} {op.tool} ({op.location}) (method {op.method}, phase {op.phase}):")
+    show(f"{verb} {op.tool} ({op.location}) (method {op.method}, phase {op.phase}):")
     for pair in op.pairs:
-        info(f"  {pair.dest}\n    -> {pair.source}")
+        show(f"  {pair.dest}\n    -> {pair.source}")
     if plan.needed_bytes:
-        info(f"  copies {format_size(plan.needed_bytes)} back")
+        show(f"  copies {format_size(plan.needed_bytes)} back")
     for line in describe(op, host):
-        info(f"  and undoes: {line}")
+        show(f"  and undoes: {line}")
 
 
 def _report(outcome: Outcome, json_out: bool, documents: list[dict[str, Any]]) -> None:

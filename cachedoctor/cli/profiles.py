@@ -15,7 +15,7 @@ app.add_typer(profiles_app, name="profiles")
 
 @profiles_app.command("list")
 def list_profiles(
-    category: Annotated[str | None, typer.Option("--category", help="Only this category.")] = None,
+    category: Annotated[str | None, typer.Option("--category", metavar="CATEGORY", help="Only this category.")] = None,
     json_out: JsonOption = False,
 ) -> None:
     """Every known tool: its category, whether its caches exist here (where its settings put
@@ -67,7 +67,7 @@ def list_profiles(
 
 @profiles_app.command("show")
 def show(
-    tool: Annotated[str, typer.Argument(help="Tool id.")], json_out: JsonOption = False
+    tool: Annotated[str, typer.Argument(metavar="TOOL", help="Tool id.")], json_out: JsonOption = False
 ) -> None:
     """A profile with its locations resolved for this machine: where each really is, and why."""
     from cachedoctor.host import Host
@@ -136,7 +136,7 @@ def show(
 
 @profiles_app.command("validate")
 def validate(
-    files: Annotated[list[str], typer.Argument(help="Profile YAML files to check.")],
+    files: Annotated[list[str], typer.Argument(metavar="FILE...", help="Profile YAML files to check.")],
     json_out: JsonOption = False,
 ) -> None:
     """Check profile files; exit 2 if any is invalid."""

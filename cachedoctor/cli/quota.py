@@ -16,6 +16,7 @@ from cachedoctor.cli.base import (
     emit_json,
     info,
     profile_set,
+    say,
     stdout_console,
     warn,
 )
@@ -42,22 +43,22 @@ app.add_typer(quota_app, name="quota")
 
 @quota_app.command("set")
 def set_command(
-    tool: Annotated[str, typer.Argument(help="Tool id.")],
+    tool: Annotated[str, typer.Argument(metavar="TOOL", help="Tool id.")],
     size: Annotated[
         str | None,
-        typer.Argument(help="Cap: 20GB, 20G (decimal), 500MiB (binary) or bytes. Default: the "
+        typer.Argument(metavar="SIZE", help="Cap: 20GB, 20G (decimal), 500MiB (binary) or bytes. Default: the "
                        "profile's recommended quota."),
     ] = None,
     location: Annotated[
-        str | None, typer.Option("--location", help="Only this location (default: every location that "
+        str | None, typer.Option("--location", metavar="ID", help="Only this location (default: every location that "
                                  "is safe to delete, or the only one).")
     ] = None,
     off: Annotated[bool, typer.Option("--off", help="Remove the quota.")] = False,
     ntfs: Annotated[bool, typer.Option("--ntfs", help="Windows: plan an NTFS volume quota instead.")] = False,
-    drive: Annotated[str | None, typer.Option("--drive", help="--ntfs: the volume (default: the cache's).")] = None,
-    user: Annotated[str | None, typer.Option("--user", help="--ntfs: DOMAIN\\user (default: you).")] = None,
+    drive: Annotated[str | None, typer.Option("--drive", metavar="DRIVE", help="--ntfs: the volume (default: the cache's).")] = None,
+    user: Annotated[str | None, typer.Option("--user", metavar="USER", help="--ntfs: DOMAIN\\user (default: you).")] = None,
     threshold: Annotated[
-        str | None, typer.Option("--threshold", help="--ntfs: warning level (default: 90% of SIZE).")
+        str | None, typer.Option("--threshold", metavar="SIZE", help="--ntfs: warning level (default: 90% of SIZE).")
     ] = None,
     dry_run: DryRunOption = False,
     yes: YesOption = False,
@@ -82,7 +83,7 @@ def set_command(
     todo = [c for c in plan.changes if c.changed]
     if not json_out:
         for change in plan.changes:
-            info(f"{tool} {change.location}: {_text(change.before)} -> {_text(change.after)}"
+            say(f"{tool} {change.location}: {_text(change.before)} -> {_text(change.after)}"
                  + ("" if change.changed else " (unchanged)"))
     if dry_run or not todo:
         if json_out:

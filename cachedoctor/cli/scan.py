@@ -25,11 +25,11 @@ if TYPE_CHECKING:
 @app.command()
 def scan(
     tools: Annotated[
-        list[str] | None, typer.Argument(help="Tool ids to scan (default: every tool).")
+        list[str] | None, typer.Argument(metavar="TOOL...", help="Tool ids to scan (default: every tool).")
     ] = None,
     path: Annotated[
         list[str] | None,
-        typer.Option("--path", help="Measure these folders instead, like du (repeatable)."),
+        typer.Option("--path", metavar="DIR", help="Measure these folders instead, like du (repeatable)."),
     ] = None,
     one_file_system: Annotated[
         bool,

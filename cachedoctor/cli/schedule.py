@@ -14,6 +14,7 @@ from cachedoctor.cli.base import (
     confirm,
     emit_json,
     info,
+    say,
     stdout_console,
 )
 from cachedoctor.errors import EXIT_OK
@@ -24,14 +25,14 @@ schedule_app = typer.Typer(
 app.add_typer(schedule_app, name="schedule")
 
 BackendOption = Annotated[
-    str, typer.Option("--backend", help="auto, systemd, cron, launchd or schtasks.")
+    str, typer.Option("--backend", metavar="auto|systemd|cron|launchd|schtasks", help="auto, systemd, cron, launchd or schtasks.")
 ]
 
 
 @schedule_app.command("install")
 def install(
     every: Annotated[
-        str, typer.Option("--every", help="hourly, daily or weekly (Mondays).")
+        str, typer.Option("--every", metavar="hourly|daily|weekly", help="hourly, daily or weekly (Mondays).")
     ] = "daily",
     at: Annotated[
         str, typer.Option("--at", metavar="HH:MM", help="Time of day (hourly: the minute).")
@@ -50,12 +51,13 @@ def install(
         list[str] | None,
         typer.Option(
             "--kind",
+            metavar="KIND",
             help="Location kinds the age rule covers (repeatable; "
             "default cache, temp, build, logs, downloads).",
         ),
     ] = None,
     tool: Annotated[
-        list[str] | None, typer.Option("--tool", help="Limit the job to these tools (repeatable).")
+        list[str] | None, typer.Option("--tool", metavar="TOOL", help="Limit the job to these tools (repeatable).")
     ] = None,
     dry_run: DryRunOption = False,
     yes: YesOption = False,
@@ -148,7 +150,7 @@ def remove(
         if json_out:
             emit_json({"dry_run": True, "removed": installed})
         else:
-            info(f"would remove the scheduled cleanup from: {', '.join(installed)}")
+            say(f"would remove the scheduled cleanup from: {', '.join(installed)}")
         return
     if not confirm(f"Remove the scheduled cleanup from {', '.join(installed)}?", yes=yes):
         info("nothing changed")

@@ -6,14 +6,23 @@ from typing import Annotated
 
 import typer
 
-from cachedoctor.cli.base import DryRunOption, JsonOption, YesOption, app, confirm, emit_json, info
+from cachedoctor.cli.base import (
+    DryRunOption,
+    JsonOption,
+    YesOption,
+    app,
+    confirm,
+    emit_json,
+    info,
+    say,
+)
 
 
 @app.command()
 def tune(
-    tool: Annotated[str, typer.Argument(help="Tool id.")],
-    preset: Annotated[str | None, typer.Option("--preset", help="Preset id (see `profiles show TOOL`).")] = None,
-    file: Annotated[str | None, typer.Option("--file", help="Edit this file instead of the preset's.")] = None,
+    tool: Annotated[str, typer.Argument(metavar="TOOL", help="Tool id.")],
+    preset: Annotated[str | None, typer.Option("--preset", metavar="PRESET", help="Preset id (see `profiles show TOOL`).")] = None,
+    file: Annotated[str | None, typer.Option("--file", metavar="FILE", help="Edit this file instead of the preset's.")] = None,
     workspace: Annotated[
         str | None, typer.Option("--workspace", metavar="DIR", help="Edit the workspace file under DIR.")
     ] = None,
@@ -46,9 +55,9 @@ def tune(
             info(f"already tuned: {where} has every setting of preset {plan.preset.id!r}")
         return
     if not json_out:
-        info(f"preset {plan.preset.id!r} for {profile.name}: {where}" + (" (new file)" if plan.creates else ""))
+        say(f"preset {plan.preset.id!r} for {profile.name}: {where}" + (" (new file)" if plan.creates else ""))
         if plan.preset.effect:
-            info(f"effect: {plan.preset.effect}")
+            say(f"effect: {plan.preset.effect}")
         print_diff(plan.diff)
     if dry_run:
         if json_out:

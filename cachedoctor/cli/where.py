@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 def where(
     tools: Annotated[
         list[str] | None,
-        typer.Argument(help="Tool ids (default: every tool present here)."),
+        typer.Argument(metavar="TOOL...", help="Tool ids (default: every tool present here)."),
     ] = None,
     ask_tools: Annotated[
         bool,
@@ -122,7 +122,7 @@ def _render(rows: list[dict[str, Any]], problems: tuple[str, ...]) -> None:
 
 @app.command()
 def which(
-    path: Annotated[str, typer.Argument(help="A folder or file, e.g. the one filling your drive.")],
+    path: Annotated[str, typer.Argument(metavar="PATH", help="A folder or file, e.g. the one filling your drive.")],
     json_out: JsonOption = False,
 ) -> None:
     """Which tool's cache PATH is, whether it is safe to delete, and how to move it.
