@@ -165,7 +165,11 @@ def _render(report: ScanReport, *, by_tool: bool) -> None:
 
 
 def _render_drives(report: ScanReport) -> None:
-    """How full each drive holding a cache is: the question behind every scan."""
+    """How full each drive holding a cache is: the question behind every scan. "used" is df's
+    Use% (`used / (used + avail)`); blocks reserved for root get their own column when any drive
+    has some, since they are neither used nor free for the user."""
+    import math
+
     from rich.table import Table
 
     from cachedoctor.cli.render import bar, size
@@ -173,15 +177,19 @@ def _render_drives(report: ScanReport) -> None:
     drives = {e.drive.mount: e.drive for e in report.entries + report.unclaimed if e.drive}
     if not drives:
         return
+    reserved = any(drive.reserved_bytes for drive in drives.values())
     table = Table(show_edge=False, pad_edge=False, box=None, header_style="bold", title_justify="left")
-    for column, justify in (("drive", "left"), ("type", "left"), ("used", "right"), ("", "left"),
-                            ("free", "right"), ("total", "right")):
+    columns = [("drive", "left"), ("type", "left"), ("used", "right"), ("", "left"),
+               ("free", "right")] + ([("reserved", "right")] if reserved else []) + [("total", "right")]
+    for column, justify in columns:
         table.add_column(column, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for mount, drive in sorted(drives.items()):
-        used = drive.total_bytes - drive.free_bytes
-        percent = f"{100 * used / drive.total_bytes:.0f}%" if drive.total_bytes else "-"
-        table.add_row(mount, drive.fstype or "-", percent, bar(used, drive.total_bytes),
-                      size(drive.free_bytes), size(drive.total_bytes))
+        percent = drive.used_percent
+        shown = "-" if percent is None else f"{math.ceil(percent)}%"  # df rounds up
+        cells = [mount, drive.fstype or "-", shown,
+                 bar(drive.used_bytes, drive.used_bytes + drive.free_bytes), size(drive.free_bytes)]
+        table.add_row(*cells, *([size(drive.reserved_bytes)] if reserved else []),
+                      size(drive.total_bytes))
     console = stdout_console()
     console.print()
     console.print(table)
