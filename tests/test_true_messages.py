@@ -32,3 +32,49 @@ def test_drive_table_used_percent_matches_df_and_shows_reserved(isolated_home: P
     [row] = [line for line in table.splitlines() if line.startswith(str(drive.path))]
     assert f" {percent}% " in row
     assert "reserved" in table
+
+
+def foo_profile(directory: Path, monkeypatch: Any) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "foo.yaml").write_text(
+        "id: foo\nname: Foo\ndescription: a test tool\nlocations:\n  - id: cache\n"
+        '    paths: {linux: "~/.cache/foo"}\n    safe_to_delete: true\n'
+        "    relocate: [{method: link}]\n")
+    monkeypatch.setenv("CACHEDOCTOR_PROFILES_DIR", str(directory))
+
+
+def foo_cache(home: Path, files: int = 3) -> Path:
+    cache = home / ".cache" / "foo"
+    (cache / "sub").mkdir(parents=True)
+    for index in range(files):
+        (cache / "sub" / f"f{index}").write_bytes(b"x" * 5000)
+    return cache
+
+
+def test_same_drive_move_says_renamed_with_what_moved(isolated_home: Path, tmp_path: Path,
+                                                      monkeypatch: Any) -> None:
+    foo_profile(tmp_path / "profiles", monkeypatch)
+    foo_cache(isolated_home)
+    moved = run_cli("move", "foo", str(tmp_path / "dest"), "--yes")
+    assert moved.returncode == 0, moved.stderr
+    assert "renamed (same drive): 3 files, " in moved.stderr
+    assert "0 entries" not in moved.stderr and "copied" not in moved.stderr.splitlines()[-1]
+
+
+def test_each_size_of_a_move_says_what_it_counts(isolated_home: Path, tmp_path: Path,
+                                                 tmpfs: Path, monkeypatch: Any) -> None:
+    """Allocated sizes say "on disk" (they change from filesystem to filesystem), copied ones
+    "file data": the plan, the result and the restore of one folder never show two bare sizes."""
+    import re
+
+    foo_profile(tmp_path / "profiles", monkeypatch)
+    foo_cache(isolated_home)
+    moved = run_cli("move", "foo", str(tmpfs / "dest"), "--yes")
+    assert moved.returncode == 0, moved.stderr
+    back = run_cli("restore", "foo", "--yes")
+    assert back.returncode == 0, back.stderr
+    sizes = re.compile(r"(\d+(?:\.\d+)? (?:B|KiB|MiB|GiB))(?! free)(.{0,16})")
+    for line in (moved.stderr + back.stderr).splitlines():
+        for _size, after in sizes.findall(line):
+            assert after.startswith((" on disk", " of file data")), line
+    assert "14.6 KiB of file data copied" in moved.stderr
