@@ -78,3 +78,11 @@ def test_each_size_of_a_move_says_what_it_counts(isolated_home: Path, tmp_path: 
         for _size, after in sizes.findall(line):
             assert after.startswith((" on disk", " of file data")), line
     assert "14.6 KiB of file data copied" in moved.stderr
+
+
+def test_env_unset_of_an_unmanaged_variable_does_not_claim_it_is_set(isolated_home: Path) -> None:
+    done = run_cli("env", "unset", "NOPE")
+    assert done.returncode == 0, done.stderr
+    said = done.stdout + done.stderr
+    assert "NOPE is not managed by cachedoctor" in said and "nothing to change" in said
+    assert "already set" not in said

@@ -168,7 +168,8 @@ def _change(wanted: dict[str, str | None], *, host: Host, dry_run: bool, tool: s
     result = EnvResult(files, "", messages, before, dict(wanted), dry_run)
     changed_values = {k: v for k, v in wanted.items() if before[k] != v}
     if not files and not store_changed:
-        result.messages.insert(0, "already set: nothing to change")
+        unsetting = all(value is None for value in wanted.values())
+        result.messages.insert(0, "nothing to change" if unsetting else "already set: nothing to change")
         return result
     result.apply_now = _apply_now({k: effective[k] for k in (changed_values or wanted)}, host)
     result.messages.append(
