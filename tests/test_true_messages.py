@@ -86,3 +86,11 @@ def test_env_unset_of_an_unmanaged_variable_does_not_claim_it_is_set(isolated_ho
     said = done.stdout + done.stderr
     assert "NOPE is not managed by cachedoctor" in said and "nothing to change" in said
     assert "already set" not in said
+
+
+def test_scan_of_a_missing_folder_says_no_such_folder(isolated_home: Path) -> None:
+    missing = isolated_home / "nonexistent"
+    done = run_cli("scan", "--path", str(missing))
+    assert done.returncode == 2
+    assert f"no such folder: {missing}" in done.stderr
+    assert "0 B" not in done.stdout and "Traceback" not in done.stderr

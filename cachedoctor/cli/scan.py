@@ -55,6 +55,8 @@ def scan(
     from cachedoctor.host import Host
     from cachedoctor.scan import scan_paths, scan_profiles
 
+    if path:
+        _check_exist(path)
     with _progress(enabled=not json_out and show_progress()) as progress:
         if path:
             report = scan_paths(path, one_file_system=one_file_system, progress=progress)
@@ -87,6 +89,17 @@ def scan(
     else:
         _render(report, by_tool=not path)
     raise typer.Exit(EXIT_FAILED if report.partial else EXIT_OK)
+
+
+def _check_exist(paths: list[str]) -> None:
+    """A folder that is not there is a mistyped argument, not a partial 0 B row."""
+    import os
+
+    from cachedoctor.errors import UserInputError
+
+    missing = [p for p in paths if not os.path.lexists(p)]
+    if missing:
+        raise UserInputError("no such folder: " + ", ".join(missing))
 
 
 def _progress(enabled: bool) -> AbstractContextManager[ProgressCallback | None]:
