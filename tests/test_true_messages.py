@@ -94,3 +94,39 @@ def test_scan_of_a_missing_folder_says_no_such_folder(isolated_home: Path) -> No
     assert done.returncode == 2
     assert f"no such folder: {missing}" in done.stderr
     assert "0 B" not in done.stdout and "Traceback" not in done.stderr
+
+
+def test_tune_yes_says_where_the_backup_went(isolated_home: Path) -> None:
+    config = isolated_home / ".cargo" / "config.toml"
+    config.parent.mkdir()
+    config.write_text("[net]\nretry = 2\n")
+    done = run_cli("tune", "cargo", "--yes")
+    assert done.returncode == 0, done.stderr
+    [said] = [line for line in done.stderr.splitlines() if "backup: " in line]
+    backup = Path(said.split("backup: ", 1)[1])
+    assert backup.read_text() == "[net]\nretry = 2\n"
+
+
+def test_restore_and_undo_remove_the_empty_folders_the_move_made(isolated_home: Path,
+                                                                tmp_path: Path,
+                                                                monkeypatch: Any) -> None:
+    foo_profile(tmp_path / "profiles", monkeypatch)
+    cache = foo_cache(isolated_home)
+    made = tmp_path / "new" / "dest"
+    assert run_cli("move", "foo", str(made), "--yes").returncode == 0
+    back = run_cli("restore", "foo", "--yes")
+    assert back.returncode == 0, back.stderr
+    assert cache.is_dir() and not (tmp_path / "new").exists()
+
+    moved = run_cli("move", "foo", str(made), "--yes", "--json")
+    assert moved.returncode == 0, moved.stderr
+    change = result_of(moved)["operations"][0]["history_id"]
+    undone = run_cli("undo", str(change), "--yes")
+    assert undone.returncode == 0, undone.stderr
+    assert cache.is_dir() and not (tmp_path / "new").exists()
+
+    mine = tmp_path / "mine"  # a DEST the user made stays, empty or not
+    mine.mkdir()
+    assert run_cli("move", "foo", str(mine), "--yes").returncode == 0
+    assert run_cli("restore", "foo", "--yes").returncode == 0
+    assert mine.is_dir() and not any(mine.iterdir())
