@@ -130,3 +130,22 @@ def test_restore_and_undo_remove_the_empty_folders_the_move_made(isolated_home: 
     assert run_cli("move", "foo", str(mine), "--yes").returncode == 0
     assert run_cli("restore", "foo", "--yes").returncode == 0
     assert mine.is_dir() and not any(mine.iterdir())
+
+
+def test_sizes_are_decimal_or_binary_as_written_and_echoed(isolated_home: Path, tmp_path: Path,
+                                                           monkeypatch: Any) -> None:
+    from cachedoctor.sizes import explain_size, parse_size
+
+    assert parse_size("1.5G") == parse_size("1.5 GB") == 1_500_000_000
+    assert parse_size("1.5GiB") == 1_610_612_736 and parse_size("500mib") == 524_288_000
+    assert explain_size("1.5G") == "1.5 GB = 1,500,000,000 bytes (1.40 GiB)"
+    foo_profile(tmp_path / "profiles", monkeypatch)
+    foo_cache(isolated_home)
+    quota = run_cli("quota", "set", "foo", "1.5G", "--dry-run")
+    assert quota.returncode == 0, quota.stderr
+    assert "1.5 GB = 1,500,000,000 bytes (1.40 GiB)" in quota.stderr
+    capped = result_of(run_cli("quota", "set", "foo", "2GiB", "--dry-run", "--json"))
+    assert capped["changes"][0]["after_bytes"] == 2 * 1024**3
+    clean = run_cli("clean", "foo", "--max-size", "500MiB", "--dry-run")
+    assert clean.returncode == 0, clean.stderr
+    assert "500 MiB = 524,288,000 bytes (524.29 MB)" in clean.stderr
