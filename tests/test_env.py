@@ -189,7 +189,7 @@ def test_block_splice_is_pure_and_exact():
     text = "a\nb"  # no final newline
     spliced = posix.splice(text, {"X": "1"}, "sh")
     assert spliced.startswith("a\nb\n" + posix.BEGIN)
-    assert posix.splice(spliced, {}, "sh") == "a\nb\n"
+    assert posix.splice(spliced, {}, "sh") == "a\nb"  # the file's missing final newline too
     middle = f"top\n{posix.BEGIN}\nexport OLD=1\n{posix.END}\nbottom\n"
     assert posix.splice(middle, {"N": "2"}, "sh") == (
         f"top\n{posix.BEGIN}\n{posix.NOTE}\nexport N=2\n{posix.END}\nbottom\n")

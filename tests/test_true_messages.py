@@ -149,3 +149,40 @@ def test_sizes_are_decimal_or_binary_as_written_and_echoed(isolated_home: Path, 
     clean = run_cli("clean", "foo", "--max-size", "500MiB", "--dry-run")
     assert clean.returncode == 0, clean.stderr
     assert "500 MiB = 524,288,000 bytes (524.29 MB)" in clean.stderr
+
+
+def login_value(shell: str, home: Path, name: str) -> str:
+    """`name` as a real login shell started in `home` sees it (nothing else of this machine)."""
+    import os
+    import shutil
+
+    import pytest
+
+    path = shutil.which(shell)
+    if path is None:
+        pytest.skip(f"{shell} is not installed")
+    script = f"printf '%s' \"${name}\""  # the same in sh, zsh and fish
+    env = {"HOME": str(home), "PATH": os.environ["PATH"], "USER": "tester", "SHELL": path,
+           "XDG_CONFIG_HOME": str(home / ".config")}
+    done = subprocess.run([path, "-l", "-c", script], env=env, cwd=home, capture_output=True,
+                          text=True, timeout=60, stdin=subprocess.DEVNULL)
+    return done.stdout
+
+
+def test_env_set_then_unset_gives_back_a_file_without_final_newline(isolated_home: Path) -> None:
+    profile = isolated_home / ".profile"
+    profile.write_bytes(b"# mine\nPATH=$PATH:/opt/bin")
+    assert run_cli("env", "set", "HF_HOME", "/data/hf", "--yes").returncode == 0
+    assert login_value("sh", isolated_home, "HF_HOME") == "/data/hf"
+    assert run_cli("env", "unset", "HF_HOME", "--yes").returncode == 0
+    assert profile.read_bytes() == b"# mine\nPATH=$PATH:/opt/bin"
+
+
+def test_crlf_profile_gives_sh_the_value_without_a_carriage_return(isolated_home: Path) -> None:
+    profile = isolated_home / ".profile"
+    mine = b"# written on Windows\r\nA=1\r\n"
+    profile.write_bytes(mine)
+    assert run_cli("env", "set", "HF_HOME", "/data/hf", "--yes").returncode == 0
+    assert login_value("sh", isolated_home, "HF_HOME") == "/data/hf"
+    assert run_cli("env", "unset", "HF_HOME", "--yes").returncode == 0
+    assert profile.read_bytes() == mine

@@ -72,7 +72,10 @@ def envd_quote(value: str) -> str:
 
 
 def render_block(values: Mapping[str, str], kind: str, newline: str = "\n") -> str:
-    """The managed block (markers included, ending with a newline); empty for no variables."""
+    """The managed block (markers included, ending with a newline); empty for no variables.
+
+    sh and fish split lines only at LF: in a CRLF file (the file's own line endings are kept)
+    each assignment ends with ` #`, so the CR is inside a comment, not the end of the value."""
     if not values:
         return ""
     if kind == "environment.d":
@@ -81,6 +84,8 @@ def render_block(values: Mapping[str, str], kind: str, newline: str = "\n") -> s
         body = [fish_line(name, values[name]) for name in sorted(values)]
     else:
         body = [sh_line(name, values[name]) for name in sorted(values)]
+    if newline == "\r\n" and kind != "environment.d":
+        body = [line + " #" for line in body]
     return newline.join([BEGIN, NOTE, *body, END]) + newline
 
 
@@ -126,16 +131,25 @@ _MARKER = re.compile(rf"^({re.escape(BEGIN)}|{re.escape(END)})[ \t]*\r?$", re.MU
 
 
 def splice(text: str, values: Mapping[str, str], kind: str) -> str:
-    """`text` with its managed block replaced (or appended, or removed); nothing else changes."""
+    """`text` with its managed block replaced (or appended, or removed); nothing else changes.
+
+    A file without a final line break keeps that style: the block is appended after a line
+    break of its own and itself ends without one, so removing a block that ends the file
+    without a line break also removes the one before it, giving back the file byte for byte."""
     newline = "\r\n" if "\r\n" in text else "\n"
     block = render_block(values, kind, newline)
     span = find_block(text)
     if span is not None:
-        return text[:span[0]] + block + text[span[1]:]
+        start, stop = span
+        if stop == len(text) and not text.endswith("\n"):
+            if not block:
+                return text[:start].removesuffix("\n").removesuffix("\r")
+            block = block.removesuffix(newline)
+        return text[:start] + block + text[stop:]
     if not block:
         return text
     if text and not text.endswith("\n"):
-        text += newline
+        return text + newline + block.removesuffix(newline)
     return text + block
 
 
