@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import result_of, run_cli
+from tests.conftest import result_of, run_cli, user_cache_root
 
 
 def df_columns(path: Path, *fields: str) -> list[str]:
@@ -186,3 +186,33 @@ def test_crlf_profile_gives_sh_the_value_without_a_carriage_return(isolated_home
     assert login_value("sh", isolated_home, "HF_HOME") == "/data/hf"
     assert run_cli("env", "unset", "HF_HOME", "--yes").returncode == 0
     assert profile.read_bytes() == mine
+
+
+def test_config_move_and_restore_keep_a_crlf_file_exact(isolated_home: Path, tmp_path: Path) -> None:
+    """pip.conf and .npmrc written with CRLF: a restore gives the file back byte for byte, and
+    after the user's own edit it takes out only cachedoctor's line."""
+    import os
+
+    config_home = Path(os.environ.get("XDG_CONFIG_HOME") or isolated_home / ".config")
+    cases = {
+        "pip": (config_home / "pip" / "pip.conf", user_cache_root(isolated_home) / "pip",
+                b"[global]\r\ntimeout = 5\r\n", b"retries = 3\r\n", b"cache-dir"),
+        "npm": (isolated_home / ".npmrc", isolated_home / ".npm" / "_cacache",
+                b"fund=false\r\n", b"audit=false\r\n", b"cache="),
+    }
+    for tool, (config, cache, mine, edit, ours) in cases.items():
+        config.parent.mkdir(parents=True, exist_ok=True)
+        config.write_bytes(mine)
+        (cache / "x").mkdir(parents=True)
+        (cache / "x" / "blob").write_bytes(b"data")
+        for edited in (False, True):
+            moved = run_cli("move", tool, str(tmp_path / "dest"), "--method", "config", "--yes")
+            assert moved.returncode == 0, moved.stderr
+            assert ours in config.read_bytes()
+            if edited:
+                config.write_bytes(config.read_bytes() + edit)
+            back = run_cli("restore", tool, "--yes")
+            assert back.returncode == 0, back.stderr
+            assert ("edited since the move" in back.stderr) == edited, back.stderr
+            assert config.read_bytes() == mine + (edit if edited else b""), tool
+            config.write_bytes(mine)
