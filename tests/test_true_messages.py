@@ -216,3 +216,20 @@ def test_config_move_and_restore_keep_a_crlf_file_exact(isolated_home: Path, tmp
             assert ("edited since the move" in back.stderr) == edited, back.stderr
             assert config.read_bytes() == mine + (edit if edited else b""), tool
             config.write_bytes(mine)
+
+
+def chromium_home(home: Path) -> Path:
+    cache = home / ".cache" / "chromium" / "Default" / "Cache" / "Cache_Data"
+    cache.mkdir(parents=True)
+    (cache / "data_0").write_bytes(b"cached")
+    return cache
+
+
+def test_tune_of_a_system_policy_stays_below_the_system_root(isolated_home: Path, tmp_path: Path,
+                                                           monkeypatch: Any) -> None:
+    root = tmp_path / "root"
+    monkeypatch.setenv("CACHEDOCTOR_SYSTEM_ROOT", str(root))
+    done = run_cli("tune", "chromium", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert (root / "etc/chromium/policies/managed/cachedoctor.json").is_file()
+    assert str(root) in done.stderr
