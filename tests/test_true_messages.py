@@ -233,3 +233,22 @@ def test_tune_of_a_system_policy_stays_below_the_system_root(isolated_home: Path
     assert done.returncode == 0, done.stderr
     assert (root / "etc/chromium/policies/managed/cachedoctor.json").is_file()
     assert str(root) in done.stderr
+
+
+def test_tune_move_restore_undo_in_any_order_leave_no_policy_file(isolated_home: Path,
+                                                                  tmp_path: Path,
+                                                                  monkeypatch: Any) -> None:
+    root = tmp_path / "root"
+    monkeypatch.setenv("CACHEDOCTOR_SYSTEM_ROOT", str(root))
+    policy = root / "etc/chromium/policies/managed/cachedoctor.json"
+    chromium_home(isolated_home)
+    for undo_tune_first in (False, True):
+        tuned = run_cli("tune", "chromium", "--yes", "--json")
+        assert tuned.returncode == 0, tuned.stderr
+        moved = run_cli("move", "chromium", str(tmp_path / "dest"), "--method", "policy", "--yes")
+        assert moved.returncode == 0, moved.stderr
+        steps = [("tune", "chromium", "--undo", "--yes"), ("restore", "chromium", "--yes")]
+        for step in steps if undo_tune_first else steps[::-1]:
+            done = run_cli(*step)
+            assert done.returncode == 0, done.stderr
+        assert not policy.exists(), policy.read_text()
