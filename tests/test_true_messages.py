@@ -252,3 +252,26 @@ def test_tune_move_restore_undo_in_any_order_leave_no_policy_file(isolated_home:
             done = run_cli(*step)
             assert done.returncode == 0, done.stderr
         assert not policy.exists(), policy.read_text()
+
+
+def test_zsh_login_shell_sees_the_variables(isolated_home: Path, monkeypatch: Any) -> None:
+    """`zsh -l -c` (scripts, IDEs) reads .zshenv/.zprofile, never .zshrc: both a fresh home
+    of a zsh user and one with only a .zshrc get the variable in a non-interactive login zsh."""
+    import shutil
+
+    import pytest
+
+    zsh = shutil.which("zsh")
+    if zsh is None:
+        pytest.skip("zsh is not installed")
+    monkeypatch.setenv("SHELL", zsh)
+    assert run_cli("env", "set", "HF_HOME", "/data/hf", "--yes").returncode == 0
+    assert login_value("zsh", isolated_home, "HF_HOME") == "/data/hf"
+    assert run_cli("env", "unset", "HF_HOME", "--yes").returncode == 0
+    for name in (".zshenv", ".zshrc", ".profile"):
+        path = isolated_home / name
+        assert not path.exists() or "cachedoctor" not in path.read_text(), name
+    (isolated_home / ".zshrc").write_text("setopt autocd\n")
+    monkeypatch.setenv("SHELL", "/bin/sh")
+    assert run_cli("env", "set", "HF_HOME", "/data/hf2", "--yes").returncode == 0
+    assert login_value("zsh", isolated_home, "HF_HOME") == "/data/hf2"
