@@ -275,3 +275,35 @@ def test_zsh_login_shell_sees_the_variables(isolated_home: Path, monkeypatch: An
     monkeypatch.setenv("SHELL", "/bin/sh")
     assert run_cli("env", "set", "HF_HOME", "/data/hf2", "--yes").returncode == 0
     assert login_value("zsh", isolated_home, "HF_HOME") == "/data/hf2"
+
+
+def test_disk_cache_size_is_a_32_bit_integer_everywhere(isolated_home: Path, tmp_path: Path,
+                                                        monkeypatch: Any) -> None:
+    """Chromium refuses DiskCacheSize 2147483648 ("Expected integer value"): tune writes at
+    most 2147483647, doctor flags what Chromium rejects, and no hint recommends such a value."""
+    import json
+    import re
+
+    from cachedoctor import doctor
+    from cachedoctor.host import Host
+    from cachedoctor.profiles.loader import builtin_profiles_dir, load_profile_file
+
+    root = tmp_path / "root"
+    monkeypatch.setenv("CACHEDOCTOR_SYSTEM_ROOT", str(root))
+    host = Host(os="linux", env={"HOME": str(isolated_home)}, home=str(isolated_home))
+    for browser, folder in (("chromium", "etc/chromium"), ("chrome", "etc/opt/chrome"),
+                            ("edge", "etc/opt/edge")):
+        profile = load_profile_file(builtin_profiles_dir() / f"{browser}.yaml")
+        text = json.dumps(profile.model_dump(mode="json"))
+        assert not [n for n in re.findall(r"\d{10,}", text) if int(n) > 2**31 - 1], browser
+        policy = root / folder / "policies/managed/cachedoctor.json"
+        policy.parent.mkdir(parents=True, exist_ok=True)
+        for value, rejected in ((2147483648, True), (-1, True), (1.5e9, True), ("2000000000", True),
+                                (2147483647, False), (1_500_000_000, False)):
+            policy.write_text(json.dumps({"DiskCacheSize": value}))
+            found = [f.check for f in doctor.check_profile(profile, host)[0]]
+            assert ("cache-size-rejected" in found) == rejected, (browser, value, found)
+    policy = root / "etc/chromium/policies/managed/cachedoctor.json"
+    policy.unlink()
+    assert run_cli("tune", "chromium", "--yes").returncode == 0
+    assert json.loads(policy.read_text()) == {"DiskCacheSize": 2147483647}
