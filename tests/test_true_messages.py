@@ -307,3 +307,16 @@ def test_disk_cache_size_is_a_32_bit_integer_everywhere(isolated_home: Path, tmp
     policy.unlink()
     assert run_cli("tune", "chromium", "--yes").returncode == 0
     assert json.loads(policy.read_text()) == {"DiskCacheSize": 2147483647}
+
+
+def test_readme_runs_pytest_only_inside_the_venv_it_creates() -> None:
+    import re
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    quick = readme[readme.index("## Quick start"):readme.index("## What it does")]
+    blocks = re.findall(r"```sh\n(.*?)```", quick, re.S)
+    commands = [line for block in blocks for line in block.splitlines() if line.strip()]
+    assert commands[0] == "python3 -m venv .venv && . .venv/bin/activate"
+    assert len(commands) == 3 and commands[2] == 'pip install -e ".[test]" && python -m pytest'
+    ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text(encoding="utf-8")
+    assert commands[2] in ci  # the CI runs the README's command, verbatim
