@@ -320,3 +320,22 @@ def test_readme_runs_pytest_only_inside_the_venv_it_creates() -> None:
     assert len(commands) == 3 and commands[2] == 'pip install -e ".[test]" && python -m pytest'
     ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text(encoding="utf-8")
     assert commands[2] in ci  # the CI runs the README's command, verbatim
+
+
+def test_a_browser_profile_made_after_a_link_move_moves_on_the_next_move(
+        isolated_home: Path, tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setenv("CACHEDOCTOR_SYSTEM_ROOT", str(tmp_path / "root"))
+    chromium_home(isolated_home)
+    dest = tmp_path / "dest"
+    assert run_cli("move", "chromium", str(dest), "--method", "link", "--yes").returncode == 0
+    later = isolated_home / ".cache" / "chromium" / "Profile 1"
+    (later / "Cache" / "Cache_Data").mkdir(parents=True)
+    (later / "Cache" / "Cache_Data" / "data_0").write_bytes(b"new profile")
+    again = run_cli("move", "chromium", str(dest), "--method", "link", "--yes")
+    assert again.returncode == 0, again.stderr
+    assert later.is_symlink() and "already lives in" not in again.stderr
+    assert (Path(str(later.resolve())) / "Cache" / "Cache_Data" / "data_0").read_bytes() == b"new profile"
+    back = run_cli("restore", "chromium", "--yes")
+    assert back.returncode == 0, back.stderr
+    assert not later.is_symlink() and (later / "Cache" / "Cache_Data" / "data_0").is_file()
+    assert not (isolated_home / ".cache" / "chromium" / "Default").is_symlink()

@@ -155,6 +155,11 @@ def run_move(op: Operation, host: Host, *, progress: ProgressCallback | None = N
     if recorded is not None and recorded.id == op.id and "history_id" in recorded.settings:
         outcome.history_id = recorded.settings["history_id"]  # recorded before an interruption
     else:
+        if recorded is not None and recorded.base == op.base and recorded.method == op.method:
+            # a folder made since an earlier link move (a new browser profile) joins it: the
+            # record keeps the earlier folders, so a restore brings every one back
+            op.pairs = [p for p in recorded.pairs if p.source not in {q.source for q in op.pairs}
+                        ] + op.pairs
         journal.set_relocation(op, op.tool, op.location)
         faults.point("registered")
         try:
