@@ -339,3 +339,21 @@ def test_a_browser_profile_made_after_a_link_move_moves_on_the_next_move(
     assert back.returncode == 0, back.stderr
     assert not later.is_symlink() and (later / "Cache" / "Cache_Data" / "data_0").is_file()
     assert not (isolated_home / ".cache" / "chromium" / "Default").is_symlink()
+
+
+def test_env_set_shows_its_diff_and_warns_of_an_orphaned_cache_and_a_ram_disk(
+        isolated_home: Path, tmp_path: Path) -> None:
+    import os
+
+    hub = user_cache_root(isolated_home) / "huggingface" / "hub"
+    (hub / "models--x").mkdir(parents=True)
+    (hub / "models--x" / "blob").write_bytes(b"weights")
+    done = run_cli("env", "set", "HF_HUB_CACHE", str(tmp_path / "hub"), "--yes")
+    assert done.returncode == 0, done.stderr
+    assert f"+export HF_HUB_CACHE={tmp_path / 'hub'}" in done.stderr
+    assert f"at {hub} stays there, no longer used" in done.stderr
+    assert "cachedoctor move huggingface DEST --method env" in done.stderr
+    assert done.stdout.strip() == f"export HF_HUB_CACHE={tmp_path / 'hub'}"  # still eval-able
+    if os.path.isdir("/dev/shm"):
+        ram = run_cli("env", "set", "TMPDIR", "/dev/shm/t", "--dry-run")
+        assert "is on a RAM disk" in ram.stderr and "+export TMPDIR=/dev/shm/t" in ram.stderr

@@ -40,6 +40,7 @@ class EnvResult:
     after: dict[str, str | None] = field(default_factory=dict)  # None: no longer managed
     dry_run: bool = False
     change_id: int | None = None
+    diff: str = ""  # what the change does to each start-up file (unified diffs)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -159,13 +160,13 @@ def _change(wanted: dict[str, str | None], *, host: Host, dry_run: bool, tool: s
         effective: Mapping[str, str | None] = wanted
         if host.is_windows:
             files, messages, effective = _windows(wanted, dry_run=dry_run, registry=registry)
-            new_created = created
+            new_created, diff = created, ""
         else:
-            files, messages, new_created = _posix(new_store, host, created, dry_run=dry_run)
+            files, messages, new_created, diff = _posix(new_store, host, created, dry_run=dry_run)
         store_changed = new_store != store or new_created != created
         if store_changed and not dry_run:
             _save_store(new_store, new_created)
-    result = EnvResult(files, "", messages, before, dict(wanted), dry_run)
+    result = EnvResult(files, "", messages, before, dict(wanted), dry_run, diff=diff)
     changed_values = {k: v for k, v in wanted.items() if before[k] != v}
     if not files and not store_changed:
         unsetting = all(value is None for value in wanted.values())
@@ -217,7 +218,8 @@ def _read(path: Path) -> str | None:
 
 
 def _posix(store: Mapping[str, str], host: Host, created: list[str], *,
-           dry_run: bool) -> tuple[list[str], list[str], list[str]]:
+           dry_run: bool) -> tuple[list[str], list[str], list[str], str]:
+    from cachedoctor.configedit import unified_diff
     from cachedoctor.envvars.posix import FilePlan, plan
 
     changed = [p for p in plan(store, host, _read, created) if p.changed]
@@ -244,7 +246,8 @@ def _posix(store: Mapping[str, str], host: Host, created: list[str], *,
                                   "the start-up files were left as they were") from None
     messages += [f"{'would update' if dry_run else 'updated'} {p.path}" if p.after is not None
                  else f"{'would remove' if dry_run else 'removed'} {p.path}" for p in changed]
-    return [str(p.path) for p in changed], messages, new_created
+    diff = "".join(unified_diff(p.before, p.after or "", str(p.path)) for p in changed)
+    return [str(p.path) for p in changed], messages, new_created, diff
 
 
 def _write(target: Path, before: str | None, after: str | None) -> None:
