@@ -137,6 +137,16 @@ class PolicyValueBelow(_Condition):
     below: float
 
 
+class PolicyNotInt32(_Condition):
+    """A browser policy the browser reads as a 32-bit integer (DiskCacheSize) holds a value it
+    rejects: not an integer, negative, or above 2147483647 (Chromium: "Expected integer
+    value", and the policy is ignored)."""
+
+    type: Literal["policy_not_int32"]
+    browser: Literal["chrome", "edge", "chromium"]
+    policy: str
+
+
 class JournalUnfinished(_Condition):
     """A move or restore of this tool was interrupted and is recorded as unfinished."""
 
@@ -178,6 +188,7 @@ Condition = Annotated[
         SettingBelow,
         SettingAbsolutePath,
         PolicyValueBelow,
+        PolicyNotInt32,
         JournalUnfinished,
         EnvNotSet,
         EnvNotSeen,

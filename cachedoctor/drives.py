@@ -31,8 +31,20 @@ class DriveInfo:
     device: str
     fstype: str
     options: tuple[str, ...]
-    free_bytes: int
+    free_bytes: int  # available to an unprivileged user (df's Avail)
     total_bytes: int
+    used_bytes: int  # df's Used: total minus all free blocks, reserved ones included
+
+    @property
+    def reserved_bytes(self) -> int:
+        """Free blocks only root may use (ext4 reserves 5% by default): neither used nor free."""
+        return max(0, self.total_bytes - self.used_bytes - self.free_bytes)
+
+    @property
+    def used_percent(self) -> float | None:
+        """Used as df counts it, `used / (used + avail)`: reserved blocks are not "used"."""
+        usable = self.used_bytes + self.free_bytes
+        return 100.0 * self.used_bytes / usable if usable > 0 else None
 
     @property
     def remote(self) -> bool:
@@ -48,6 +60,8 @@ class DriveInfo:
             "options": list(self.options),
             "free_bytes": self.free_bytes,
             "total_bytes": self.total_bytes,
+            "used_bytes": self.used_bytes,
+            "reserved_bytes": self.reserved_bytes,
             "remote": self.remote,
         }
 
@@ -167,7 +181,7 @@ def drive_of(path: str) -> DriveInfo | None:
         usage = shutil.disk_usage(mount)
     except OSError:
         return None
-    return DriveInfo(mount, device, fstype, options, usage.free, usage.total)
+    return DriveInfo(mount, device, fstype, options, usage.free, usage.total, usage.used)
 
 
 def same_filesystem(a: str, b: str) -> bool:

@@ -42,6 +42,12 @@ def parse_size(text: str) -> int:
 
     `K/M/G/T` and `KB/MB/GB/TB` are powers of 1000; `KiB/MiB/GiB/TiB` powers of 1024.
     """
+    number, _unit, factor = _size_parts(text)
+    return int(float(number) * factor)
+
+
+def _size_parts(text: str) -> tuple[str, str, int]:
+    """The number, the unit (upper case) and its factor in a size; bad input is an error."""
     match = _SIZE_RE.match(str(text))
     if not match:
         raise UserInputError(
@@ -55,7 +61,31 @@ def parse_size(text: str) -> int:
         raise UserInputError(
             f"invalid size unit {unit!r} in {text!r}: use B, KB, MB, GB, TB, KiB, MiB, GiB or TiB"
         )
-    return int(float(number) * factor)
+    return number, unit_upper, factor
+
+
+def explain_size(text: str) -> str:
+    """How `parse_size` read `text`, shown before acting on it: `1.5 GB = 1,500,000,000 bytes
+    (1.40 GiB)`; a binary size is shown with its decimal reading, and the other way round."""
+    number, unit_upper, _factor = _size_parts(text)
+    nbytes = parse_size(text)
+    if unit_upper in ("", "B"):
+        return f"{nbytes:,} bytes ({format_size(nbytes)})"
+    binary = unit_upper in _BINARY
+    named = (unit_upper[0] + "iB") if binary else ("kB" if unit_upper[0] == "K" else unit_upper[0] + "B")
+    other = _two_decimals(nbytes, binary=not binary)
+    return f"{number} {named} = {nbytes:,} bytes ({other})"
+
+
+def _two_decimals(n: int, *, binary: bool) -> str:
+    step = 1024.0 if binary else 1000.0
+    units = ["KiB", "MiB", "GiB", "TiB", "PiB"] if binary else ["kB", "MB", "GB", "TB", "PB"]
+    value = n / step
+    for unit in units:
+        if value < step or unit == units[-1]:
+            return f"{value:.2f} {unit}"
+        value /= step
+    raise AssertionError("unreachable")
 
 
 def format_size(n: int | float, *, binary: bool = True) -> str:

@@ -142,12 +142,15 @@ def choose_preset(profile: Profile, preset_id: str | None, *, workspace: str | N
 
 
 def _template_paths(preset: TunePreset, host: Host) -> list[Path]:
+    """The preset's files on this host; system-wide ones (a browser's managed policy in /etc)
+    below the system root when one is set, as everywhere else (tests never write /etc)."""
+    from cachedoctor.locate.files import system_path
     from cachedoctor.resolve import try_expand
 
     if preset.file is None:
         return []
     paths = [try_expand(t, host) for t in preset.file.for_host(host)]
-    return [Path(p) for p in paths if p]
+    return [Path(system_path(p)) for p in paths if p]
 
 
 def preset_target(profile: Profile, preset: TunePreset | str, host: Host, *, file: str | None = None,

@@ -323,7 +323,7 @@ def test_policy_value_below_reads_linux_managed_policy_files(
     assert [f.value for f in findings] == ["DiskCacheSize = 2048"]
     assert "/etc/opt/chrome/policies/managed/cachedoctor.json" in findings[0].message
 
-    (managed / "cachedoctor.json").write_text('{"DiskCacheSize": 2147483648}', encoding="utf-8")
+    (managed / "cachedoctor.json").write_text('{"DiskCacheSize": 2147483647}', encoding="utf-8")
     assert doctor.check_profile(profile, linux_host())[0] == []
     # The parameter wins over the variable: an empty root means no policy at all.
     assert doctor.check_profile(profile, linux_host(), policy_root=str(tmp_path / "none"))[0] == []

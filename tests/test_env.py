@@ -189,7 +189,7 @@ def test_block_splice_is_pure_and_exact():
     text = "a\nb"  # no final newline
     spliced = posix.splice(text, {"X": "1"}, "sh")
     assert spliced.startswith("a\nb\n" + posix.BEGIN)
-    assert posix.splice(spliced, {}, "sh") == "a\nb\n"
+    assert posix.splice(spliced, {}, "sh") == "a\nb"  # the file's missing final newline too
     middle = f"top\n{posix.BEGIN}\nexport OLD=1\n{posix.END}\nbottom\n"
     assert posix.splice(middle, {"N": "2"}, "sh") == (
         f"top\n{posix.BEGIN}\n{posix.NOTE}\nexport N=2\n{posix.END}\nbottom\n")
@@ -201,7 +201,8 @@ def test_block_splice_is_pure_and_exact():
 def test_macos_targets_and_launchctl_advice(isolated_home):
     host = Host(os="macos", env={"HOME": str(isolated_home)}, home=str(isolated_home))
     result = set_variables({"HF_HOME": "/Volumes/ext/hf"}, host=host)
-    assert result.files_changed == [str(isolated_home / ".zshrc")]  # no environment.d on macOS
+    # zsh reads .zshenv in every session; no environment.d on macOS
+    assert result.files_changed == [str(isolated_home / ".zshenv")]
     assert any("launchctl setenv HF_HOME /Volumes/ext/hf" in m for m in result.messages)
     assert posix.launchctl_commands({"A": "1", "B": None}) == [
         ["launchctl", "setenv", "A", "1"], ["launchctl", "unsetenv", "B"]]

@@ -144,4 +144,4 @@ def test_move_to_d_on_the_drvfs_stand_in_and_back(drvfs_mnt_d: object, wsl_env: 
     back = cli("restore", "foo", "--yes")
     assert back.returncode == 0, back.stderr
     assert not cache.is_symlink() and (cache / "exec.sh").stat().st_mode & 0o777 != 0o777
-    assert os.listdir("/mnt/d/ai-cache") == []
+    assert not os.path.lexists("/mnt/d/ai-cache")  # the move made it: the restore takes it away

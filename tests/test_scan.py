@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 
 from cachedoctor.quota import set_quota
-from tests.conftest import needs_du, needs_root, needs_symlinks, result_of, run_cli, user_cache_root
+from tests.conftest import (
+    envelope_of,
+    needs_du,
+    needs_root,
+    needs_symlinks,
+    result_of,
+    run_cli,
+    user_cache_root,
+)
 
 PROFILE = """\
 id: demo
@@ -136,8 +144,8 @@ def test_human_table_and_errors(profiles_dir: Path, isolated_home: Path, tmp_pat
     unknown = run_cli("scan", "nope")
     assert unknown.returncode == 2 and "unknown tool 'nope'" in unknown.stderr
     missing = run_cli("scan", "--path", str(tmp_path / "missing"), "--json")
-    assert missing.returncode == 1
-    assert result_of(missing)["entries"][0]["partial"] is True
+    assert missing.returncode == 2  # a mistyped folder is bad input, not a partial 0 B row
+    assert envelope_of(missing.stdout)["errors"][0]["message"].startswith("no such folder")
 
 
 @needs_root

@@ -101,6 +101,10 @@ def clean(
 
     age = parse_age(older_than) if older_than is not None else None
     size = parse_size(max_size) if max_size is not None else None
+    if max_size is not None and not json_out and not scheduled:
+        from cachedoctor.sizes import explain_size
+
+        info(f"--max-size {explain_size(max_size)}")
     if (units or prune) and (age is not None or size is not None or scheduled):
         raise UserInputError("--unit and --prune are not combined with --older-than, "
                              "--max-size or --scheduled: run them one after the other")

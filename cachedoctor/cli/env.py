@@ -53,8 +53,38 @@ def set_command(
     from cachedoctor.host import Host
 
     host = Host.current()
+    _warn_before_set(name, value, host)
     _run(lambda dry: set_variables({name: value}, host=host, dry_run=dry), host,
          dry_run=dry_run, yes=yes, json_out=json_out, launchctl=launchctl, values={name: value})
+
+
+def _warn_before_set(name: str, value: str, host: Host) -> None:
+    """What setting a cache variable does not do: move the cache already there (it is left
+    behind, unused), or keep what goes to a RAM disk across a reboot."""
+    import os
+
+    from cachedoctor.cli.base import profile_set, warn
+    from cachedoctor.doctor.rules import RAM_FS
+    from cachedoctor.drives import drive_of
+    from cachedoctor.locate import observe, picture
+    from cachedoctor.relocate.methods.env import EnvRelocation
+    from cachedoctor.safety import is_within
+
+    drive = drive_of(value) if os.path.isabs(value) else None
+    if drive is not None and drive.fstype.lower() in RAM_FS:
+        warn(f"{value} is on a RAM disk ({drive.fstype} at {drive.mount}): what is kept there is "
+             "emptied at every reboot; a folder on a real drive keeps it")
+    world = None
+    for profile in profile_set().select([]):
+        for location in profile.locations:
+            if not any(isinstance(r, EnvRelocation) and name in r.vars for r in location.relocate):
+                continue
+            world = world or observe(host)
+            for place in picture(profile, location.id, world).existing:
+                if not is_within(place.data or place.path, value):
+                    warn(f"{profile.name}'s {location.id} at {place.path} stays there, no longer "
+                         f"used, once {name} points elsewhere; `cachedoctor move {profile.id} DEST "
+                         f"--method env` moves it and sets {name}")
 
 
 @env_app.command("unset")
@@ -84,11 +114,15 @@ def _run(change: Callable[[bool], EnvResult], host: Host, *, dry_run: bool, yes:
         if json_out:
             emit_json(preview.to_json())
         else:
+            for line in preview.diff.splitlines():  # a dry run's diff is its plan: stdout
+                (say if dry_run else info)(line)
             _show(preview, dry_run=dry_run)
         return
     if not json_out:
         files = preview.files_changed or ["cachedoctor's variable list"]
         info("will change:\n  " + "\n  ".join(files))
+        for line in preview.diff.splitlines():  # on stderr: stdout is for `eval "$(...)"`
+            info(line)
     if not confirm("Change the environment settings?", yes=yes):
         raise typer.Exit(1)
     result: EnvResult = change(False)

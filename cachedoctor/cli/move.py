@@ -294,7 +294,8 @@ def _show_move_plan(plan: MovePlan, host: Host, show: Callable[[str], None]) -> 
         how = "rename (same drive)" if pair.same_fs else "copy, verify, then remove the original"
         show(f"  {pair.source}\n    -> {pair.dest}  [{how}]")
     free = f", {format_size(plan.free_bytes)} free there" if plan.free_bytes is not None else ""
-    show(f"  {count(plan.files, 'file')}, {format_size(plan.allocated_bytes)}{free}; verify: {op.verify}")
+    show(f"  {count(plan.files, 'file')}, {format_size(plan.allocated_bytes)} on disk here{free}; "
+         f"verify: {op.verify}")
     for line in describe(op, host):
         show(f"  then: {line}")
 
@@ -311,7 +312,7 @@ def _show_restore_plan(plan: RestorePlan, host: Host, show: Callable[[str], None
     for pair in op.pairs:
         show(f"  {pair.dest}\n    -> {pair.source}")
     if plan.needed_bytes:
-        show(f"  copies {format_size(plan.needed_bytes)} back")
+        show(f"  copies back what takes {format_size(plan.needed_bytes)} on disk there")
     for line in describe(op, host):
         show(f"  and undoes: {line}")
 
@@ -333,14 +334,17 @@ def _report(outcome: Outcome, json_out: bool, documents: list[dict[str, Any]]) -
 
 
 def _totals(outcome: Outcome) -> str:
-    """What is there now (measured) and what this run copied."""
+    """What is there now (measured, on disk) and what this run copied (file data): each size
+    says which it is, since the two differ and differ again from filesystem to filesystem."""
     from cachedoctor.sizes import count, format_size
 
+    renamed = not outcome.files and any(p["same_filesystem"] for p in outcome.pairs)
     parts = []
     if outcome.at_dest is not None:
         files, nbytes = outcome.at_dest
-        parts.append(f"{count(files, 'file')}, {format_size(nbytes)} there")
-    parts.append(f"{format_size(outcome.bytes)} copied" if outcome.files
-                 else "renamed, nothing copied" if any(p["same_filesystem"] for p in outcome.pairs)
-                 else "nothing copied")
+        there = f"{count(files, 'file')}, {format_size(nbytes)} on disk"
+        parts.append(f"renamed (same drive): {there}" if renamed else f"{there} there")
+    if not renamed:
+        parts.append(f"{format_size(outcome.bytes)} of file data copied" if outcome.files
+                     else "nothing copied")
     return "; ".join(parts) + f"; {outcome.seconds:.1f}s"

@@ -76,6 +76,10 @@ def set_command(
               dry_run=dry_run, yes=yes, json_out=json_out)
         return
     caps: dict[str, int | None] = {loc.id: None if off else cap_for(loc, size) for loc in locations}
+    if size and not json_out:
+        from cachedoctor.sizes import explain_size
+
+        info(f"quota: {explain_size(size)}")
     for loc in locations:
         if not off and not loc.safe_to_delete:
             warn(f"{tool} {loc.id} is not safe to delete: clean reports it over quota but never evicts from it")

@@ -55,6 +55,8 @@ def scan(
     from cachedoctor.host import Host
     from cachedoctor.scan import scan_paths, scan_profiles
 
+    if path:
+        _check_exist(path)
     with _progress(enabled=not json_out and show_progress()) as progress:
         if path:
             report = scan_paths(path, one_file_system=one_file_system, progress=progress)
@@ -87,6 +89,17 @@ def scan(
     else:
         _render(report, by_tool=not path)
     raise typer.Exit(EXIT_FAILED if report.partial else EXIT_OK)
+
+
+def _check_exist(paths: list[str]) -> None:
+    """A folder that is not there is a mistyped argument, not a partial 0 B row."""
+    import os
+
+    from cachedoctor.errors import UserInputError
+
+    missing = [p for p in paths if not os.path.lexists(p)]
+    if missing:
+        raise UserInputError("no such folder: " + ", ".join(missing))
 
 
 def _progress(enabled: bool) -> AbstractContextManager[ProgressCallback | None]:
@@ -166,20 +179,29 @@ def _render(report: ScanReport, *, by_tool: bool) -> None:
 
 
 def _render_drives(report: ScanReport) -> None:
-    """How full each drive holding a cache is: the question behind every scan."""
+    """How full each drive holding a cache is: the question behind every scan. "used" is df's
+    Use% (`used / (used + avail)`); blocks reserved for root get their own column when any drive
+    has some, since they are neither used nor free for the user."""
+    import math
+
     from cachedoctor.cli.render import Column, bar, number_column, path_column, print_table, size
 
     drives = {e.drive.mount: e.drive for e in report.entries + report.unclaimed if e.drive}
     if not drives:
         return
+    reserved = any(drive.reserved_bytes for drive in drives.values())
     columns = [path_column("drive"), Column("type", drop=2), number_column("used"),
-               Column("", "bar", drop=3), number_column("free"), number_column("total", drop=1)]
+               Column("", "bar", drop=3), number_column("free")]
+    columns += [number_column("reserved", drop=1)] if reserved else []
+    columns += [number_column("total", drop=1)]
     rows: list[list[str] | None] = []
     for mount, drive in sorted(drives.items()):
-        used = drive.total_bytes - drive.free_bytes
-        percent = f"{100 * used / drive.total_bytes:.0f}%" if drive.total_bytes else "-"
-        rows.append([mount, drive.fstype or "-", percent, bar(used, drive.total_bytes),
-                     size(drive.free_bytes), size(drive.total_bytes)])
+        percent = drive.used_percent
+        shown = "-" if percent is None else f"{math.ceil(percent)}%"  # df rounds up
+        rows.append([mount, drive.fstype or "-", shown,
+                     bar(drive.used_bytes, drive.used_bytes + drive.free_bytes),
+                     size(drive.free_bytes), *([size(drive.reserved_bytes)] if reserved else []),
+                     size(drive.total_bytes)])
     console = stdout_console()
     console.print()
     print_table(console, columns, rows)

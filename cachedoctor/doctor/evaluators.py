@@ -357,6 +357,23 @@ def _policy_value_below(cond: c.PolicyValueBelow, ctx: Context) -> list[Hit]:
     return [Hit(where, None, f"{cond.policy} = {value}", {"file": where, "policy": cond.policy})]
 
 
+INT32_MAX = 2**31 - 1  # Chromium's integer policies are ints: 2147483648 is read as a double
+
+
+def _policy_not_int32(cond: c.PolicyNotInt32, ctx: Context) -> list[Hit]:
+    from cachedoctor.locate.files import LiveFiles
+    from cachedoctor.policies import read_policy
+
+    found = read_policy(cond.browser, cond.policy, ctx.host, LiveFiles(root=ctx.policy_root))
+    if found.value is None or found.where is None:
+        return []
+    value = found.value
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= INT32_MAX:
+        return []
+    return [Hit(found.where, None, f"{cond.policy} = {value!r}",
+                {"file": found.where, "policy": cond.policy})]
+
+
 # ------------------------------------------------------------------ journal, environment, OS
 
 
@@ -417,6 +434,7 @@ EVALUATORS: dict[str, Evaluator] = {
     "setting_below": _setting_below,
     "setting_absolute_path": _setting_absolute_path,
     "policy_value_below": _policy_value_below,
+    "policy_not_int32": _policy_not_int32,
     "journal_unfinished": _journal_unfinished,
     "env_not_set": _env_not_set,
     "env_not_seen": _env_not_seen,

@@ -295,7 +295,7 @@ def drive_nearly_full(ctx: RuleContext) -> list[Finding]:
         drive = _drive(place.data)
         if drive is None or drive.total_bytes <= 0 or drive.fstype.lower() in RAM_FS:
             continue
-        used = 100.0 * (drive.total_bytes - drive.free_bytes) / drive.total_bytes
+        used = drive.used_percent or 0.0
         if used < FULL_PERCENT and drive.free_bytes >= FULL_FREE_BYTES:
             continue
         assert place.data is not None

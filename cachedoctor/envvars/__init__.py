@@ -40,6 +40,7 @@ class EnvResult:
     after: dict[str, str | None] = field(default_factory=dict)  # None: no longer managed
     dry_run: bool = False
     change_id: int | None = None
+    diff: str = ""  # what the change does to each start-up file (unified diffs)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -154,16 +155,17 @@ def _change(wanted: dict[str, str | None], *, host: Host, dry_run: bool, tool: s
         effective: Mapping[str, str | None] = wanted
         if host.is_windows:
             files, messages, effective = _windows(wanted, dry_run=dry_run, registry=registry)
-            new_created = created
+            new_created, diff = created, ""
         else:
-            files, messages, new_created = _posix(new_store, host, created, dry_run=dry_run)
+            files, messages, new_created, diff = _posix(new_store, host, created, dry_run=dry_run)
         store_changed = new_store != store or new_created != created
         if store_changed and not dry_run:
             _save_store(new_store, new_created)
-    result = EnvResult(files, "", messages, before, dict(wanted), dry_run)
+    result = EnvResult(files, "", messages, before, dict(wanted), dry_run, diff=diff)
     changed_values = {k: v for k, v in wanted.items() if before[k] != v}
     if not files and not store_changed:
-        result.messages.insert(0, "already set: nothing to change")
+        unsetting = all(value is None for value in wanted.values())
+        result.messages.insert(0, "nothing to change" if unsetting else "already set: nothing to change")
         return result
     result.apply_now = _apply_now({k: effective[k] for k in (changed_values or wanted)}, host)
     result.messages.append(
@@ -211,7 +213,8 @@ def _read(path: Path) -> str | None:
 
 
 def _posix(store: Mapping[str, str], host: Host, created: list[str], *,
-           dry_run: bool) -> tuple[list[str], list[str], list[str]]:
+           dry_run: bool) -> tuple[list[str], list[str], list[str], str]:
+    from cachedoctor.configedit import unified_diff
     from cachedoctor.envvars.posix import FilePlan, plan
 
     changed = [p for p in plan(store, host, _read, created) if p.changed]
@@ -238,7 +241,8 @@ def _posix(store: Mapping[str, str], host: Host, created: list[str], *,
                                   "the start-up files were left as they were") from None
     messages += [f"{'would update' if dry_run else 'updated'} {p.path}" if p.after is not None
                  else f"{'would remove' if dry_run else 'removed'} {p.path}" for p in changed]
-    return [str(p.path) for p in changed], messages, new_created
+    diff = "".join(unified_diff(p.before, p.after or "", str(p.path)) for p in changed)
+    return [str(p.path) for p in changed], messages, new_created, diff
 
 
 def _write(target: Path, before: str | None, after: str | None) -> None:

@@ -24,11 +24,13 @@ BEGIN = "# >>> cachedoctor >>>"
 END = "# <<< cachedoctor <<<"
 NOTE = "# Managed by cachedoctor (`cachedoctor env set/unset`); edits inside this block are replaced."
 
-SHELL_FILES = (".profile", ".bash_profile", ".bash_login", ".bashrc", ".zshrc")
+SHELL_FILES = (".profile", ".bash_profile", ".bash_login", ".bashrc", ".zshenv", ".zshrc")
 # The file a login shell surely reads, created for the block when none of SHELL_FILES it reads
-# exists: bash reads the first of .bash_profile, .bash_login, .profile; zsh never reads .profile.
+# exists: bash reads the first of .bash_profile, .bash_login, .profile; zsh never reads .profile
+# and reads .zshrc only when interactive, but .zshenv always (zsh manual, "Startup Files").
 _LOGIN_FILES = {"bash": (".bash_profile", ".bash_login", ".profile"), "sh": (".profile",),
-                "dash": (".profile",), "ksh": (".profile",), "zsh": (".zshrc",)}
+                "dash": (".profile",), "ksh": (".profile",), "zsh": (".zshenv",)}
+_ZSH_FILES = (".zshenv", ".zshrc")
 NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ReadFn = Callable[[Path], "str | None"]
 _ENVD_BARE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]*$")
@@ -72,7 +74,10 @@ def envd_quote(value: str) -> str:
 
 
 def render_block(values: Mapping[str, str], kind: str, newline: str = "\n") -> str:
-    """The managed block (markers included, ending with a newline); empty for no variables."""
+    """The managed block (markers included, ending with a newline); empty for no variables.
+
+    sh and fish split lines only at LF: in a CRLF file (the file's own line endings are kept)
+    each assignment ends with ` #`, so the CR is inside a comment, not the end of the value."""
     if not values:
         return ""
     if kind == "environment.d":
@@ -81,6 +86,8 @@ def render_block(values: Mapping[str, str], kind: str, newline: str = "\n") -> s
         body = [fish_line(name, values[name]) for name in sorted(values)]
     else:
         body = [sh_line(name, values[name]) for name in sorted(values)]
+    if newline == "\r\n" and kind != "environment.d":
+        body = [line + " #" for line in body]
     return newline.join([BEGIN, NOTE, *body, END]) + newline
 
 
@@ -126,16 +133,25 @@ _MARKER = re.compile(rf"^({re.escape(BEGIN)}|{re.escape(END)})[ \t]*\r?$", re.MU
 
 
 def splice(text: str, values: Mapping[str, str], kind: str) -> str:
-    """`text` with its managed block replaced (or appended, or removed); nothing else changes."""
+    """`text` with its managed block replaced (or appended, or removed); nothing else changes.
+
+    A file without a final line break keeps that style: the block is appended after a line
+    break of its own and itself ends without one, so removing a block that ends the file
+    without a line break also removes the one before it, giving back the file byte for byte."""
     newline = "\r\n" if "\r\n" in text else "\n"
     block = render_block(values, kind, newline)
     span = find_block(text)
     if span is not None:
-        return text[:span[0]] + block + text[span[1]:]
+        start, stop = span
+        if stop == len(text) and not text.endswith("\n"):
+            if not block:
+                return text[:start].removesuffix("\n").removesuffix("\r")
+            block = block.removesuffix(newline)
+        return text[:start] + block + text[stop:]
     if not block:
         return text
     if text and not text.endswith("\n"):
-        text += newline
+        return text + newline + block.removesuffix(newline)
     return text + block
 
 
@@ -179,9 +195,10 @@ def target_files(host: Host, files: FileView | None = None) -> list[tuple[Path, 
 
     Shell files that exist get the block, and so does the file the user's login shell
     (`$SHELL`, else the passwd entry) reads when none of those it reads exists (bash, sh, ksh:
-    `~/.profile`; zsh: `~/.zshrc`); with no file and no known shell, `~/.profile` (Linux) or
-    `~/.zshrc` (macOS, whose default shell is zsh) is created. fish gets the end of its
-    config.fish when fish is configured or is the login shell; systemd user sessions (Linux)
+    `~/.profile`; zsh: `~/.zshenv`, which every zsh reads, login or not, interactive or not, and
+    which a configured zsh (a `.zshrc`) gets too); with no file and no known shell,
+    `~/.profile` (Linux) or `~/.zshenv` (macOS, whose default shell is zsh) is created. fish
+    gets the end of its config.fish when fish is configured or is the login shell; systemd user sessions (Linux)
     get an environment.d file. `files`: the view to look in (default: this machine).
     """
     from cachedoctor.locate.loginshell import login_shell, shell_name
@@ -193,8 +210,10 @@ def target_files(host: Host, files: FileView | None = None) -> list[tuple[Path, 
     wanted = _LOGIN_FILES.get(shell or "")
     if wanted and not any(name in names for name in wanted):
         names.append(wanted[-1])
+    if any(name in names for name in _ZSH_FILES) and ".zshenv" not in names:
+        names.append(".zshenv")  # a configured zsh: `zsh -l -c` (scripts, IDEs) reads only this
     if not names:
-        names = [".zshrc" if host.os == "macos" else ".profile"]
+        names = [".zshenv" if host.os == "macos" else ".profile"]
     out = [(home / name, "sh", False) for name in names]
     is_dir = files.isdir if files is not None else os.path.isdir
     if shell == "fish" or is_dir(str(config_home(host) / "fish")):

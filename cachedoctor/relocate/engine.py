@@ -84,6 +84,13 @@ def _is_real_dir(path: str) -> bool:
     return link_kind(path) is None and os.path.isdir(path)
 
 
+def _made_dest_stop(op: Operation) -> str:
+    """Where emptying stops: at DEST, or above the first folder of DEST the move created
+    (recorded when planned), so a restore leaves no empty folder it made behind."""
+    made = op.settings.get("made_from")
+    return os.path.dirname(made) if isinstance(made, str) and made else op.dest_root
+
+
 def _remove_empty_parents(path: str, stop: str) -> None:
     """rmdir the empty folders from `path`'s parent up to (not including) `stop`."""
     from cachedoctor.safety import is_within
@@ -159,6 +166,11 @@ def run_move(op: Operation, host: Host, *, progress: ProgressCallback | None = N
     if recorded is not None and recorded.id == op.id and "history_id" in recorded.settings:
         outcome.history_id = recorded.settings["history_id"]  # recorded before an interruption
     else:
+        if recorded is not None and recorded.base == op.base and recorded.method == op.method:
+            # a folder made since an earlier link move (a new browser profile) joins it: the
+            # record keeps the earlier folders, so a restore brings every one back
+            op.pairs = [p for p in recorded.pairs if p.source not in {q.source for q in op.pairs}
+                        ] + op.pairs
         journal.set_relocation(op, op.tool, op.location)
         faults.point("registered")
         try:
@@ -344,7 +356,7 @@ def _rollback_pairs(op: Operation, host: Host) -> list[str]:
                     # renamed first, so a kill half-way leaves a folder named for what it is
                     _rename(dst, removing, "unplace")
                     remove_tree(removing)
-        _remove_empty_parents(dst, op.dest_root)
+        _remove_empty_parents(dst, _made_dest_stop(op))
     return messages
 
 
@@ -462,7 +474,7 @@ def _run_restore(op: Operation, host: Host, progress: ProgressCallback | None,
                 index = op.pairs.index(pair)
                 outcome.messages += _settled(pair.dest, pair.source, settle.load(op.id, index))
                 remove_tree(pair.dest)
-        _remove_empty_parents(pair.dest, op.dest_root)
+        _remove_empty_parents(pair.dest, _made_dest_stop(op))
     settle.discard(op.id, len(op.pairs))
     journal.set_relocation(None, op.tool, op.location)
     faults.point("unregistered")

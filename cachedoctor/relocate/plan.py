@@ -137,6 +137,14 @@ def choose_locations(profile: Profile, world: World, location_id: str | None) ->
     return present
 
 
+def _first_missing(path: str) -> str | None:
+    """The outermost folder of `path` that does not exist yet (None: it exists)."""
+    missing = None
+    while not os.path.lexists(path) and os.path.dirname(path) != path:
+        missing, path = path, os.path.dirname(path)
+    return missing
+
+
 def base_folder(dest_root: str, profile: Profile, location: Location) -> str:
     """DEST/<tool>, or DEST/<tool>/<location> for tools with several locations."""
     if len(profile.locations) == 1:
@@ -208,6 +216,7 @@ def plan_move(profile: Profile, location: Location, host: Host, dest: str, *,
     for relocation in candidates:
         settings = resolve_settings(relocation, base, host, link=link)
         settings["asked"] = {"method": method, "link": link}  # a resumed command goes on alike
+        settings["made_from"] = _first_missing(dest_root)  # emptied again by a restore
         op = Operation(id=new_id(), kind="move", tool=profile.id, location=location.id,
                        method=relocation.method, dest_root=dest_root, base=base, pairs=[],
                        verify=verify, settings=settings, profiles_dirs=list(profiles_dirs or []))

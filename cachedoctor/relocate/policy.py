@@ -168,23 +168,35 @@ def revert(browser: str, policy: str, before: str | None, host: Host) -> None:
         return
     from cachedoctor.fsutil import atomic_write_text
 
+    # Only our policy goes back: the file may have been edited since (a tune, its undo), and
+    # those edits stay. When what remains is what was there, the old text comes back exactly.
     target = policy_file(browser)
-    if before is not None:
-        atomic_write_text(target, before, mode=0o644)
-        return
     try:
         with open(target, encoding="utf-8") as fh:
-            data = json.load(fh)
+            current = _json_object(fh.read())
     except FileNotFoundError:
         return
-    except ValueError:
-        data = {}
-    if isinstance(data, dict):
-        data.pop(policy, None)
-    if isinstance(data, dict) and data:
-        atomic_write_text(target, json.dumps(data, indent=2) + "\n", mode=0o644)
+    was = _json_object(before) if before is not None else None
+    wanted = dict(current)
+    if was is not None and policy in was:
+        wanted[policy] = was[policy]
+    else:
+        wanted.pop(policy, None)
+    if before is not None and was == wanted:
+        atomic_write_text(target, before, mode=0o644)
+    elif wanted:
+        atomic_write_text(target, json.dumps(wanted, indent=2) + "\n", mode=0o644)
     else:
         os.unlink(target)
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    """A policy file's settings; {} for one that is not a JSON object (Chromium ignores it)."""
+    try:
+        loaded = json.loads(text)
+    except ValueError:
+        return {}
+    return loaded if isinstance(loaded, dict) else {}
 
 
 def current_value(browser: str, policy: str, host: Host) -> str | None:
