@@ -148,33 +148,16 @@ def pick_backend(requested: str, host: Host) -> BackendName:
     )
 
 
-def _jobs_file() -> Path:
-    from cachedoctor.state import config_dir
-
-    return config_dir() / "schedule-jobs.json"
-
-
 def _jobs() -> dict[str, Any]:
-    import json
+    from cachedoctor.schedule.jobfile import installed_jobs
 
-    try:
-        data = json.loads(_jobs_file().read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return {backend: job.to_json() for backend, job in installed_jobs().items()}
 
 
 def _save_job(backend: BackendName, job: Job | None) -> None:
-    import json
+    from cachedoctor.schedule.jobfile import record_job
 
-    from cachedoctor.fsutil import atomic_write_text
-
-    jobs = _jobs()
-    if job is None:
-        jobs.pop(backend, None)
-    else:
-        jobs[backend] = job.to_json()
-    atomic_write_text(_jobs_file(), json.dumps(jobs, indent=2, sort_keys=True) + "\n")
+    record_job(backend, job)
 
 
 def state_of(backend: BackendName, host: Host) -> dict[str, Any]:
