@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
-
-from cachedoctor.errors import UserInputError
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:
@@ -56,17 +52,3 @@ def atomic_write_bytes(
 def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int | None = None) -> None:
     """Text variant; newline translation is off so CRLF files stay CRLF."""
     atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
-
-
-def read_json_file(path: Path, what: str) -> Any:
-    """The JSON in one of cachedoctor's own files, or None when the file does not exist yet.
-
-    A damaged file is a clear error naming the file, line and column, never a traceback."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise UserInputError(f"{path}:{exc.lineno}:{exc.colno}: invalid JSON in the {what}: {exc.msg}") from None

@@ -14,8 +14,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cachedoctor.errors import OperationFailed
+from cachedoctor.errors import CachedoctorError, OperationFailed
 from cachedoctor.state import ensure, state_dir
+from cachedoctor.statefile import SqliteKind
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS changes (
@@ -64,7 +65,21 @@ def db_path() -> Path:
 
 
 class HistoryDamaged(OperationFailed):
-    """The history database cannot be read or written (damaged, read-only, full disk)."""
+    """The history database cannot be read or written now (read-only, locked, full disk)."""
+
+
+def _create_or_add_undoes(conn: sqlite3.Connection) -> None:
+    """0 -> 1: the table (a new database), and the `undoes` column of one written before undo."""
+    conn.execute(SCHEMA)
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(changes)")}
+    if "undoes" not in columns:
+        conn.execute("ALTER TABLE changes ADD COLUMN undoes INTEGER")
+
+
+_MOVE_ASIDE = ("move it aside (`mv {path} {path}.damaged`) to start a new history; the caches "
+               "and cachedoctor's record of where they are (relocations.json) are not in it")
+DATABASE = SqliteKind("history.sqlite3", "history database", 1,
+                      migrations=(_create_or_add_undoes,), hint=_MOVE_ASIDE)
 
 
 @contextmanager
@@ -75,11 +90,7 @@ def _connect() -> Iterator[sqlite3.Connection]:
     except sqlite3.Error as exc:
         raise _damaged(path, exc) from None
     try:
-        conn.execute(SCHEMA)
-        columns = {row[1] for row in conn.execute("PRAGMA table_info(changes)")}
-        if "undoes" not in columns:  # a database written before undo existed
-            with conn:
-                conn.execute("ALTER TABLE changes ADD COLUMN undoes INTEGER")
+        DATABASE.migrate(conn, path)
         with conn:
             yield conn
     except sqlite3.Error as exc:
@@ -88,15 +99,18 @@ def _connect() -> Iterator[sqlite3.Connection]:
         conn.close()
 
 
-def _damaged(path: Path, exc: sqlite3.Error) -> HistoryDamaged:
-    return HistoryDamaged(
-        f"cachedoctor's history database {path} cannot be used ({exc})",
-        hint=f"move it aside (`mv {path} {path}.damaged`) to start a new history; the caches and "
-             "cachedoctor's record of where they are (relocations.json) are not in it")
+def _damaged(path: Path, exc: sqlite3.Error) -> CachedoctorError:
+    """Not a database (or a damaged one): StateFileDamaged, exit 2; a database that cannot be
+    used now (locked, read-only, full disk): HistoryDamaged, exit 1."""
+    if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+        return DATABASE.damaged(path, str(exc))
+    return HistoryDamaged(f"cachedoctor's history database {path} cannot be used ({exc})",
+                          hint=_MOVE_ASIDE.format(path=path))
 
 
 def check() -> None:
-    """Raise HistoryDamaged now, before a change, rather than after its work is done."""
+    """Raise HistoryDamaged (or StateFileDamaged) now, before a change, rather than after its
+    work is done."""
     with _connect() as conn:
         conn.execute("SELECT count(*) FROM changes").fetchone()
 

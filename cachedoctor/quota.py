@@ -1,6 +1,6 @@
 """Per-folder quotas: caps stored in cachedoctor's config and enforced by `clean`.
 
-`<config dir>/quotas.json` holds `{tool: {location: bytes}}`; `quota_table()` is what `scan`,
+`<config dir>/quotas.json` holds `{"format": 1, "quotas": {tool: {location: bytes}}}`; `quota_table()` is what `scan`,
 `doctor` and `clean` read. `apply_quotas` changes it with a history record (kind `quota`),
 `usage` measures each capped location, and `ntfs_commands` builds the Windows volume-quota
 commands.
@@ -8,30 +8,32 @@ commands.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cachedoctor import statefile as sf
 from cachedoctor.errors import UserInputError
-from cachedoctor.fsutil import atomic_write_text, read_json_file
 from cachedoctor.state import config_dir
 
 
-def quotas_file() -> Any:
+def quotas_file() -> Path:
     return config_dir() / "quotas.json"
 
 
-def _load() -> dict[str, dict[str, int]]:
-    path = quotas_file()
-    data = read_json_file(path, "quota file")
-    if data is None:
-        return {}
-    if not isinstance(data, dict) or not all(
-        isinstance(v, dict) and all(isinstance(b, int) for b in v.values()) for v in data.values()
-    ):
-        raise UserInputError(f"{path}: expected {{tool: {{location: bytes}}}}")
-    return data
+Caps = dict[str, dict[str, int]]  # tool -> location -> cap in bytes
+
+QUOTAS = sf.JsonKind[Caps](
+    "quotas.json", "quota file", 1,
+    parse=lambda doc: sf.field(doc, "quotas", sf.map_of(sf.map_of(sf.integer))),
+    dump=lambda caps: {"quotas": caps},
+    migrations=(lambda caps: {"quotas": caps},),  # 0: the bare {tool: {location: bytes}}
+)
+
+
+def _load() -> Caps:
+    return QUOTAS.read(quotas_file()) or {}
 
 
 def quota_table() -> dict[tuple[str, str], int]:
@@ -49,7 +51,7 @@ def set_quota(tool: str, location: str, cap: int | None) -> int | None:
             del data[tool]
     else:
         data.setdefault(tool, {})[location] = cap
-    atomic_write_text(quotas_file(), json.dumps(data, indent=2, sort_keys=True) + "\n")
+    QUOTAS.write(quotas_file(), {tool: dict(sorted(locs.items())) for tool, locs in sorted(data.items())})
     return previous
 
 

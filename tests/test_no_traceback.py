@@ -45,11 +45,11 @@ def test_a_corrupt_history_database_stops_the_move_before_the_copy(foo: Path, tm
     before = snapshot(foo)
     moved = cli("move", "foo", str(tmp_path / "d"), "--yes")
     no_traceback(moved)
-    assert moved.returncode == 1 and "history database" in moved.stderr and "mv " in moved.stderr
+    assert moved.returncode == 2 and "history database" in moved.stderr and "mv " in moved.stderr
     assert snapshot(foo) == before and not (tmp_path / "d" / "foo").exists()
     history = run_cli("history")
     no_traceback(history)
-    assert history.returncode == 1
+    assert history.returncode == 2  # a damaged state file (docs/state.md)
 
 
 def test_a_history_database_that_breaks_after_the_work_does_not_undo_the_move(
@@ -296,9 +296,9 @@ def test_damaged_state_files_are_named_with_what_they_held(foo: Path, shm_dest: 
     registry_file().write_text("{broken", encoding="utf-8")
     back = cli("restore", "foo", "--yes")
     no_traceback(back)
-    assert back.returncode == 1 and "relocations.json" in back.stderr and "damaged" in back.stderr
+    assert back.returncode == 2 and "relocations.json" in back.stderr and "damaged" in back.stderr
     again = cli("move", "foo", str(shm_dest / "other"), "--yes")
-    assert again.returncode == 1 and registry_file().read_text(encoding="utf-8") == "{broken"
+    assert again.returncode == 2 and registry_file().read_text(encoding="utf-8") == "{broken"
     doctor = result_of(run_cli("doctor", "--json"))
     assert any(f["check"] == "state-damaged" for f in doctor["findings"])
     registry_file().unlink()

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cachedoctor.errors import UserInputError
+from cachedoctor import statefile as sf
 
 DEFAULT_SCHEDULE_KINDS = ("cache", "temp", "build", "logs", "downloads")
 
@@ -39,28 +39,32 @@ class ScheduledPolicy:
         }
 
 
-def load_scheduled_policy() -> ScheduledPolicy:
-    path = schedule_config_path()
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return ScheduledPolicy()
-    except (OSError, ValueError) as exc:
-        raise UserInputError(f"{path}: unreadable schedule settings: {exc}") from None
-    if not isinstance(data, dict):
-        raise UserInputError(f"{path}: expected a JSON object")
-    older = data.get("older_than_seconds")
+texts = sf.optional(sf.list_of(sf.text))
+
+
+def _parse_policy(doc: dict[str, Any]) -> ScheduledPolicy:
+    older = sf.field_or(doc, "older_than_seconds", sf.optional(sf.number), None)
+    kinds: list[str] | None = sf.field_or(doc, "kinds", texts, None)
+    tools: list[str] | None = sf.field_or(doc, "tools", texts, None)
     return ScheduledPolicy(
-        older_than=float(older) if isinstance(older, (int, float)) and older > 0 else None,
-        kinds=tuple(data.get("kinds") or DEFAULT_SCHEDULE_KINDS),
-        tools=tuple(data.get("tools") or ()),
+        older_than=older if older is not None and older > 0 else None,
+        kinds=tuple(kinds or DEFAULT_SCHEDULE_KINDS), tools=tuple(tools or ()),
     )
 
 
-def save_scheduled_policy(policy: ScheduledPolicy) -> None:
-    from cachedoctor.fsutil import atomic_write_text
+POLICY = sf.JsonKind[ScheduledPolicy](
+    "schedule.json", "scheduled clean settings", 1, parse=_parse_policy,
+    dump=ScheduledPolicy.to_json,
+    migrations=(lambda doc: doc,),  # 0: the same object without "format"
+)
 
-    atomic_write_text(schedule_config_path(), json.dumps(policy.to_json(), indent=2) + "\n")
+
+def load_scheduled_policy() -> ScheduledPolicy:
+    return POLICY.read(schedule_config_path()) or ScheduledPolicy()
+
+
+def save_scheduled_policy(policy: ScheduledPolicy) -> None:
+    POLICY.write(schedule_config_path(), policy)
 
 
 # ------------------------------------------------------------------------------ scheduled log
@@ -73,6 +77,21 @@ def log_path() -> Path:
 
 
 RESULT_MARK = "RESULT "
+
+
+def _parse_summary(doc: dict[str, Any]) -> dict[str, Any]:
+    """A run's summary: known fields are checked, the rest (counts by kind) passed on."""
+    for key, check in (("status", sf.text), ("exit_code", sf.integer), ("seconds", sf.number),
+                       ("files", sf.integer), ("bytes", sf.integer)):
+        sf.field_or(doc, key, check, None)
+    return doc
+
+
+RUN_SUMMARY = sf.JsonKind[dict[str, Any]](
+    "clean.log", "summary of a scheduled run", 1, parse=_parse_summary, dump=dict,
+    migrations=(lambda doc: doc,),  # 0: the same object without "format"
+    indent=None,
+)
 
 
 def log_scheduled_run(summary: dict[str, Any], lines: Iterable[str]) -> Path:
@@ -90,7 +109,7 @@ def log_scheduled_run(summary: dict[str, Any], lines: Iterable[str]) -> Path:
     try:
         for line in lines:
             logger.info(line)
-        logger.info(RESULT_MARK + json.dumps(summary, sort_keys=True))
+        logger.info(RESULT_MARK + json.dumps(RUN_SUMMARY.encode(summary), sort_keys=True))
     finally:
         logger.removeHandler(handler)
         handler.close()
@@ -98,7 +117,9 @@ def log_scheduled_run(summary: dict[str, Any], lines: Iterable[str]) -> Path:
 
 
 def last_run() -> dict[str, Any] | None:
-    """The summary of the last scheduled run, from the log (None when it never ran)."""
+    """The summary of the last scheduled run, from the log (None when it never ran). A line
+    that cannot be read (cut by a full disk, or from a newer cachedoctor) is passed over: the
+    log only informs, the run before it is shown instead."""
     path = log_path()
     candidates = [path] + [path.with_name(f"{path.name}.{i}") for i in range(1, 4)]
     for candidate in candidates:
@@ -110,10 +131,10 @@ def last_run() -> dict[str, Any] | None:
             index = line.find(RESULT_MARK)
             if index >= 0:
                 try:
-                    data = json.loads(line[index + len(RESULT_MARK) :])
-                except ValueError:
+                    data = RUN_SUMMARY.decode(json.loads(line[index + len(RESULT_MARK) :]),
+                                              candidate)
+                except (ValueError, sf.StateFileDamaged):
                     continue
-                if isinstance(data, dict):
-                    data.setdefault("logged_at", line[:23])
-                    return data
+                data.setdefault("logged_at", line[:23])
+                return data
     return None

@@ -85,6 +85,7 @@ def move(
 
     host = Host.current()
     profile = profile_set().get(tool)
+    journal.check_state()
     documents: list[dict[str, Any]] = []
     unfinished = [op for op in journal.load_all() if op.tool == profile.id
                   and (location is None or op.location == location)]
@@ -169,10 +170,12 @@ def restore(
 
     host = Host.current()
     profile = profile_set().get(tool)
+    journal.check_state()
     if location is not None:
         location_ids = [location]
     else:
-        relocated = {key.split("/", 1)[1] for key in journal.relocations() if key.startswith(f"{tool}/")}
+        relocated = {key.split("/", 1)[1] for key in journal.relocation_records()
+                     if key.startswith(f"{tool}/")}
         relocated |= {op.location for op in journal.load_all() if op.tool == tool}
         location_ids = [loc.id for loc in profile.locations if loc.id in relocated] or \
             [loc.id for loc in profile.locations]

@@ -15,15 +15,14 @@ in the history (kind `env`) with the values before and after, so it can be undon
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from cachedoctor import statefile as sf
 from cachedoctor.errors import UserInputError
-from cachedoctor.fsutil import read_json_file
 from cachedoctor.host import Host
 
 if TYPE_CHECKING:
@@ -56,22 +55,31 @@ def store_file() -> Path:
     return config_dir() / "env.json"
 
 
-def _load_document() -> tuple[dict[str, str], list[str]]:
+@dataclass(frozen=True)
+class ManagedStore:
     """The managed variables, and the shell files cachedoctor created to hold them (deleted
     again when the last variable goes, so set + unset leaves the home as it was)."""
-    path = store_file()
-    data = read_json_file(path, "managed variables file")
-    if data is None:
-        return {}, []
-    variables = data.get("variables") if isinstance(data, dict) else None
-    created = data.get("created_files", []) if isinstance(data, dict) else None
-    if not isinstance(variables, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in variables.items()
-    ) or not isinstance(created, list) or not all(isinstance(f, str) for f in created):
-        raise UserInputError(
-            f"{path}: expected {{\"variables\": {{NAME: value}}, \"created_files\": [path, ...]}}"
-        )
-    return dict(variables), list(created)
+
+    variables: dict[str, str]
+    created_files: list[str]
+
+
+def _parse_store(doc: dict[str, Any]) -> ManagedStore:
+    return ManagedStore(sf.field(doc, "variables", sf.map_of(sf.text)),
+                        sf.field_or(doc, "created_files", sf.list_of(sf.text), []))
+
+
+STORE = sf.JsonKind[ManagedStore](
+    "env.json", "managed variables file", 1, parse=_parse_store,
+    dump=lambda store: {"variables": dict(sorted(store.variables.items())),
+                        "created_files": sorted(set(store.created_files))},
+    migrations=(lambda doc: doc,),  # 0: the same object without "format"
+)
+
+
+def _load_document() -> tuple[dict[str, str], list[str]]:
+    store = STORE.read(store_file())
+    return ({}, []) if store is None else (dict(store.variables), list(store.created_files))
 
 
 def _load_store() -> dict[str, str]:
@@ -79,10 +87,7 @@ def _load_store() -> dict[str, str]:
 
 
 def _save_store(values: Mapping[str, str], created: list[str]) -> None:
-    from cachedoctor.fsutil import atomic_write_text
-
-    document = {"variables": dict(sorted(values.items())), "created_files": sorted(set(created))}
-    atomic_write_text(store_file(), json.dumps(document, indent=2, ensure_ascii=False) + "\n")
+    STORE.write(store_file(), ManagedStore(dict(values), list(created)))
 
 
 def managed_variables(host: Host) -> dict[str, str]:

@@ -12,7 +12,10 @@ import contextlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
+
+from cachedoctor import statefile as sf
 
 ENV_KEY = "Environment"  # under HKEY_CURRENT_USER
 REG_SZ = 1
@@ -137,33 +140,34 @@ def apply_now(values: Mapping[str, str | None]) -> str:
     return "; ".join(parts)
 
 
-def priors_file() -> Any:
+def priors_file() -> Path:
     from cachedoctor.state import config_dir
 
     return config_dir() / "env-windows-before.json"
 
 
-def load_priors() -> Priors:
-    from cachedoctor.errors import UserInputError
-    from cachedoctor.fsutil import read_json_file
+def _parse_prior(value: Any, where: str) -> Prior:
+    doc = sf.obj(value, where)
+    return Prior(sf.field(doc, "value", sf.optional(sf.text), where),
+                 sf.field(doc, "type", sf.optional(sf.integer), where),
+                 sf.field(doc, "ours", sf.text, where))
 
-    path = priors_file()
-    data = read_json_file(path, "record of the variables' earlier values")
-    if data is None:
-        return {}
-    try:
-        return {name: Prior(p["value"], p["type"], p["ours"]) for name, p in data.items()}
-    except (TypeError, KeyError, AttributeError):
-        raise UserInputError(f"{path}: expected {{NAME: {{value, type, ours}}}}") from None
+
+PRIORS = sf.JsonKind[Priors](
+    "env-windows-before.json", "record of the variables' earlier values", 1,
+    parse=lambda doc: sf.field(doc, "variables", sf.map_of(_parse_prior)),
+    dump=lambda priors: {"variables": {n: {"value": p.value, "type": p.type, "ours": p.ours}
+                                       for n, p in sorted(priors.items())}},
+    migrations=(lambda priors: {"variables": priors},),  # 0: the bare {NAME: {value, type, ours}}
+)
+
+
+def load_priors() -> Priors:
+    return PRIORS.read(priors_file()) or {}
 
 
 def save_priors(priors: Mapping[str, Prior]) -> None:
-    import json
-
-    from cachedoctor.fsutil import atomic_write_text
-
-    data = {n: {"value": p.value, "type": p.type, "ours": p.ours} for n, p in sorted(priors.items())}
-    atomic_write_text(priors_file(), json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+    PRIORS.write(priors_file(), dict(priors))
 
 
 def change(values: Mapping[str, str | None], registry: Registry, *, dry_run: bool

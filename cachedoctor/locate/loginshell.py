@@ -34,7 +34,11 @@ import sys
 import tempfile
 import time
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+from cachedoctor import statefile as sf
+from cachedoctor.errors import OperationFailed
 from cachedoctor.host import Host, current_os_name
 from cachedoctor.locate import shellenv
 from cachedoctor.locate.files import FileView
@@ -278,25 +282,41 @@ def cache_file() -> str:
     return str(state_dir() / CACHE_NAME)
 
 
+@dataclass(frozen=True)
+class _Cached:
+    key: str  # what the answer depends on (`_key`)
+    shell: str
+    env: dict[str, str]
+
+
+def _parse_cached(doc: dict[str, Any]) -> _Cached:
+    return _Cached(sf.field(doc, "key", sf.text), sf.field(doc, "shell", sf.text),
+                   sf.field(doc, "env", sf.map_of(sf.text)))
+
+
+CACHE = sf.JsonKind[_Cached](
+    CACHE_NAME, "cache of the login shell's environment", 1, parse=_parse_cached,
+    dump=lambda cached: {"key": cached.key, "shell": cached.shell, "env": cached.env},
+    migrations=(lambda doc: doc,),  # 0: the same object without "format"
+    indent=None,
+)
+
+
 def _read_cache(key: str) -> dict[str, str] | None:
+    """The cached answer for `key`; a damaged cache (or one from a newer cachedoctor) is only a
+    cache: the shell is asked again and the file rewritten."""
     try:
-        with open(cache_file(), encoding="utf-8") as fh:
-            data = json.load(fh)
-    except (OSError, ValueError):
+        cached = CACHE.read(Path(cache_file()))
+    except (sf.StateFileDamaged, OSError, OperationFailed):
         return None
-    env = data.get("env") if isinstance(data, dict) and data.get("key") == key else None
-    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-        return None
-    return {str(k): v for k, v in env.items()}
+    return dict(cached.env) if cached is not None and cached.key == key else None
 
 
 def _write_cache(key: str, shell: str, env: dict[str, str]) -> None:
     """Best effort: a state folder that cannot be written only means asking again."""
-    from cachedoctor.fsutil import atomic_write_text
-
     path = cache_file()
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
-        atomic_write_text(path, json.dumps({"key": key, "shell": shell, "env": env}), mode=0o600)
+        CACHE.write(Path(path), _Cached(key, shell, env), mode=0o600)
     except (OSError, ValueError):
         pass

@@ -15,16 +15,18 @@ relocated where, read by `restore`) and in the history database.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shlex
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from cachedoctor.fsutil import atomic_write_text
+from cachedoctor import statefile as sf
 from cachedoctor.state import journal_dir, state_dir
+
+T = TypeVar("T")
 
 Kind = Literal["move", "restore"]
 MOVE_PHASES = ("planned", "copying", "copied", "swapped", "linked", "cleaning", "done")
@@ -72,17 +74,6 @@ class Operation:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Operation:
-        data = dict(data)
-        data["pairs"] = [Pair(**p) for p in data.get("pairs", [])]
-        known = set(cls.__dataclass_fields__)
-        op = cls(**{k: v for k, v in data.items() if k in known})
-        from cachedoctor.relocate.methods import METHODS
-
-        if op.method not in METHODS:  # a newer cachedoctor's, or edited by hand: damaged here
-            raise ValueError(f"unknown relocation method {op.method!r}")
-        return op
 
     def at_least(self, phase: str) -> bool:
         phases = MOVE_PHASES if self.kind == "move" else RESTORE_PHASES
@@ -100,6 +91,86 @@ class Operation:
 
     def restore_command(self) -> str:
         return f"cachedoctor{self._global_args()} restore {self.tool} --location {self.location}"
+
+
+# --- the stored form: read through these, so a damaged file is named, never half-used ----------
+
+_text, _texts = sf.text, sf.list_of(sf.text)
+_maybe_text = sf.optional(sf.text)
+# The method settings each key may hold (written by relocate.methods and the engine); a key not
+# listed is kept as it is.
+SETTING_TYPES: dict[str, Callable[[Any, str], Any]] = {
+    "link_kind": _text, "vars": sf.map_of(_text), "scope": _text, "service": _texts,
+    "browser": _text, "policy": _text, "file": _text, "format": _text, "key": _text,
+    "section": _maybe_text, "value": sf.anything, "before": sf.anything, "after": _maybe_text,
+    "asked": sf.map_of(_maybe_text), "history_id": sf.integer, "applied": sf.boolean,
+    "env_before": sf.map_of(_maybe_text), "foreign": sf.boolean, "reset": _texts,
+    "leftovers": _texts,
+}
+
+
+def _settings(value: Any, where: str) -> dict[str, Any]:
+    doc = sf.obj(value, where)
+    for key, check in SETTING_TYPES.items():
+        if key in doc:
+            check(doc[key], f"{where}.{key}")
+    return dict(doc)
+
+
+def _pair(value: Any, where: str) -> Pair:
+    doc = sf.obj(value, where)
+    return Pair(sf.field(doc, "source", _text, where), sf.field(doc, "dest", _text, where),
+                sf.field(doc, "same_fs", sf.boolean, where))
+
+
+def _choice(choices: tuple[str, ...]) -> Callable[[Any, str], str]:
+    def checked(value: Any, where: str) -> str:
+        if sf.text(value, where) not in choices:
+            raise sf.Invalid(f"{where}: expected one of {', '.join(choices)}, found {value!r}")
+        return str(value)
+    return checked
+
+
+def _method(value: Any, where: str) -> str:
+    """A registered relocation method: one this version does not know (a newer cachedoctor's,
+    an edit by hand) makes the operation damaged here, never a crash later."""
+    from cachedoctor.relocate.methods import NAMES
+
+    return _choice(NAMES)(value, where)
+
+
+def parse_operation(value: Any, where: str = "") -> Operation:
+    """An Operation from its stored form (sf.Invalid, saying where, when it is not one)."""
+    doc = sf.obj(value, where or "the operation")
+    kind: Kind = "move" if sf.field(doc, "kind", _choice(("move", "restore")), where) == "move" \
+        else "restore"
+
+    def req(key: str, check: Callable[[Any, str], T]) -> T:
+        return sf.field(doc, key, check, where)
+
+    def opt(key: str, check: Callable[[Any, str], T], default: T) -> T:
+        return sf.field_or(doc, key, check, default, where)
+
+    now = time.time()
+    return Operation(
+        id=req("id", _text), kind=kind, tool=req("tool", _text), location=req("location", _text),
+        method=req("method", _method), dest_root=req("dest_root", _text), base=req("base", _text),
+        pairs=req("pairs", sf.list_of(_pair)), verify=opt("verify", _text, "size"),
+        settings=opt("settings", _settings, {}),
+        phase=opt("phase", _choice(MOVE_PHASES if kind == "move" else RESTORE_PHASES), "planned"),
+        profiles_dirs=opt("profiles_dirs", _texts, []), started=opt("started", sf.number, now),
+        updated=opt("updated", sf.number, now), messages=opt("messages", _texts, []),
+    )
+
+
+JOURNAL = sf.JsonKind[Operation](
+    "journal/ID.json", "journal file of an interrupted move or restore", 1,
+    parse=parse_operation, dump=Operation.to_json,
+    migrations=(lambda doc: doc,),  # 0: the same object without "format"
+    hint="its operation cannot be finished from it: the data is complete in the folders named "
+         "after it (*.cachedoctor-old-ID, *.cachedoctor-partial-ID; `cachedoctor doctor` lists "
+         "them); move the file aside once they are dealt with",
+)
 
 
 @dataclass(frozen=True)
@@ -140,7 +211,7 @@ def save(op: Operation, phase: str | None = None) -> None:
         op.phase = phase
     op.updated = time.time()
     faults.point("journal")
-    atomic_write_text(_file(op.id), json.dumps(op.to_json(), indent=2, ensure_ascii=False) + "\n")
+    JOURNAL.write(_file(op.id), op)
     faults.point("journal-done")
 
 
@@ -160,17 +231,20 @@ def _journal_files() -> list[Path]:
 
 
 def _load(path: Path) -> Operation:
-    return Operation.from_json(json.loads(path.read_text(encoding="utf-8")))
+    op = JOURNAL.read(path)
+    if op is None:
+        raise FileNotFoundError(path)
+    return op
 
 
 def load_all() -> list[Operation]:
     """Every unfinished operation; damaged journal files are left out (and left alone: see
-    `damaged`, which every command reports)."""
+    `damaged`, which every command reports and `check_state`, which `move`/`restore` call)."""
     found = []
     for path in _journal_files():
         try:
             found.append(_load(path))
-        except (OSError, ValueError, TypeError, KeyError):
+        except (OSError, sf.StateFileDamaged):
             continue
     return found
 
@@ -183,9 +257,22 @@ def damaged() -> list[tuple[str, str]]:
     for path in _journal_files():
         try:
             _load(path)
-        except (OSError, ValueError, TypeError, KeyError) as exc:
+        except sf.StateFileDamaged as exc:
+            out.append((str(path), exc.problem))
+        except OSError as exc:
             out.append((str(path), f"{type(exc).__name__}: {exc}"))
     return out
+
+
+def check_state() -> None:
+    """Raise StateFileDamaged (exit 2) for a damaged journal file or relocation registry: a
+    move or restore must not start while one may record an operation on the same cache."""
+    for path in _journal_files():
+        try:
+            _load(path)
+        except FileNotFoundError:
+            continue  # finished and discarded meanwhile
+    relocation_records()
 
 
 def find(tool: str, location: str) -> Operation | None:
@@ -218,53 +305,30 @@ def registry_file() -> Path:
     return state_dir() / "relocations.json"
 
 
-def relocations() -> dict[str, dict[str, Any]]:
-    """The registry as stored; {} when there is none. A damaged file raises OperationFailed
-    naming it (and what can be recovered): treating it as empty would let the next move
-    overwrite the record of every cache moved so far."""
-    from cachedoctor.errors import OperationFailed
+def _parse_registry(doc: dict[str, Any]) -> dict[str, Operation]:
+    return {key: parse_operation(entry, key) for key, entry in doc.items()}
 
-    path = registry_file()
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise OperationFailed(f"cannot read cachedoctor's relocation registry {path}: {exc}") from None
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise OperationFailed(
-            f"cachedoctor's relocation registry {path} is damaged ({exc}); nothing was changed",
-            hint="restore it from a backup, or move it aside: the caches stay where they are, "
-                 "and `cachedoctor where` shows where each tool really reads them",
-        ) from None
-    if not isinstance(data, dict):
-        raise OperationFailed(f"cachedoctor's relocation registry {path} is damaged "
-                              "(not a JSON object); nothing was changed")
-    return data
+
+REGISTRY = sf.JsonKind[dict[str, Operation]](
+    "relocations.json", "relocation registry", 1, parse=_parse_registry,
+    # the records sit beside "format" (their keys are tool/location): an older cachedoctor
+    # reads the file as before, passing over "format", and keeps it when it writes
+    dump=lambda records: {key: {**op.to_json(), "phase": "done"} for key, op in records.items()},
+    migrations=(lambda doc: doc,),  # 0: the same object without "format"
+    hint="restore it from a backup, or move it aside: the caches stay where they are, and "
+         "`cachedoctor where` shows where each tool really reads them",
+)
 
 
 def relocation_records() -> dict[str, Operation]:
-    """Every completed relocation, by "tool/location" (damaged entries are left out)."""
-    out: dict[str, Operation] = {}
-    for key, data in relocations().items():
-        if isinstance(data, dict):
-            try:
-                out[key] = Operation.from_json(data)
-            except (TypeError, KeyError, ValueError):
-                continue
-    return out
+    """Every completed relocation, by "tool/location"; {} when there is none. A damaged file
+    raises StateFileDamaged naming it (and what is wrong): treating it as empty would let the
+    next move overwrite the record of every cache moved so far."""
+    return REGISTRY.read(registry_file()) or {}
 
 
 def relocation(tool: str, location: str) -> Operation | None:
-    data = relocations().get(f"{tool}/{location}")
-    if not isinstance(data, dict):
-        return None
-    try:
-        return Operation.from_json(data)
-    except (TypeError, KeyError, ValueError):
-        return None
+    return relocation_records().get(f"{tool}/{location}")
 
 
 def set_relocation(op: Operation | None, tool: str, location: str) -> None:
@@ -274,13 +338,11 @@ def set_relocation(op: Operation | None, tool: str, location: str) -> None:
     from cachedoctor.relocate import faults
 
     with exclusive("registry:relocations", wait=30.0, what="the relocation registry"):
-        data = relocations()
+        records = relocation_records()
         key = f"{tool}/{location}"
         if op is None:
-            data.pop(key, None)
+            records.pop(key, None)
         else:
-            entry = op.to_json()
-            entry["phase"] = "done"
-            data[key] = entry
+            records[key] = op
         faults.point("registry")
-        atomic_write_text(registry_file(), json.dumps(data, indent=2, ensure_ascii=False) + "\n")
+        REGISTRY.write(registry_file(), records)

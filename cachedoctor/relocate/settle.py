@@ -14,7 +14,6 @@ has a folder) keeps the original in place and stops with a message; nothing is d
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import shutil
 import stat
@@ -22,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cachedoctor import statefile as sf
 from cachedoctor.errors import OperationFailed
 from cachedoctor.fs import kinds, seam
 from cachedoctor.fs.copy import copy_tree
@@ -107,19 +107,25 @@ def snapshot_file(op_id: str, index: int) -> Path:
     return journal_dir() / f"{op_id}.{index}.settle.json"
 
 
-def save(op_id: str, index: int, taken: Digests) -> None:
-    from cachedoctor.fsutil import atomic_write_text
+SNAPSHOT = sf.JsonKind[Digests](
+    "journal/ID.N.settle.json", "digest snapshot of a move's original", 1,
+    parse=lambda doc: sf.field(doc, "digests", sf.map_of(sf.text)),
+    dump=lambda taken: {"digests": taken},
+    migrations=(lambda taken: {"digests": taken},),  # 0: the bare {folder: digest}
+    hint="move it aside to go on without it; files written to the original after its "
+         "verification are then not merged into the new place",
+    indent=None,
+)
 
+
+def save(op_id: str, index: int, taken: Digests) -> None:
     faults.point("settle-save")
-    atomic_write_text(snapshot_file(op_id, index), json.dumps(taken, separators=(",", ":")))
+    SNAPSHOT.write(snapshot_file(op_id, index), taken)
 
 
 def load(op_id: str, index: int) -> Digests | None:
-    try:
-        data = json.loads(snapshot_file(op_id, index).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    return data if isinstance(data, dict) else None
+    """The snapshot taken before the verification; None when none was taken."""
+    return SNAPSHOT.read(snapshot_file(op_id, index))
 
 
 def discard(op_id: str, count: int) -> None:

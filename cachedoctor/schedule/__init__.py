@@ -8,7 +8,6 @@ commands as pure functions; only its Backend methods touch the system). Every in
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from cachedoctor.clean import ScheduledPolicy
@@ -88,33 +87,16 @@ def preview_install(job: Job, host: Host, backend: str) -> dict[str, Any]:
     return backend_of(backend).preview(job, host)
 
 
-def _jobs_file() -> Path:
-    from cachedoctor.state import config_dir
-
-    return config_dir() / "schedule-jobs.json"
-
-
 def _jobs() -> dict[str, Any]:
-    import json
+    from cachedoctor.schedule.jobfile import installed_jobs
 
-    try:
-        data = json.loads(_jobs_file().read_text(encoding="utf-8"))
-    except (FileNotFoundError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    return {backend: job.to_json() for backend, job in installed_jobs().items()}
 
 
 def _save_job(backend: str, job: Job | None) -> None:
-    import json
+    from cachedoctor.schedule.jobfile import record_job
 
-    from cachedoctor.fsutil import atomic_write_text
-
-    jobs = _jobs()
-    if job is None:
-        jobs.pop(backend, None)
-    else:
-        jobs[backend] = job.to_json()
-    atomic_write_text(_jobs_file(), json.dumps(jobs, indent=2, sort_keys=True) + "\n")
+    record_job(backend, job)
 
 
 def state_of(backend: str, host: Host) -> dict[str, Any]:
