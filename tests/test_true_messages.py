@@ -358,3 +358,28 @@ def test_env_set_shows_its_diff_and_warns_of_an_orphaned_cache_and_a_ram_disk(
     if os.path.isdir("/dev/shm"):
         ram = run_cli("env", "set", "TMPDIR", "/dev/shm/t", "--dry-run")
         assert "is on a RAM disk" in ram.stderr and "+export TMPDIR=/dev/shm/t" in ram.stdout  # the plan
+
+
+def test_env_set_says_which_installed_shells_will_see_it_and_which_will_not(
+        isolated_home: Path, tmp_path: Path, monkeypatch: Any) -> None:
+    """fish without ~/.config/fish (or zsh without a file it reads) gets nothing: say so, with
+    what to create; once it exists, the same command covers that shell too."""
+    import os
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "fish").write_text("#!/bin/sh\nexit 0\n")  # "installed": found on PATH
+    (bin_dir / "fish").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("SHELL", "/bin/sh")
+    plan = run_cli("env", "set", "CACHEDOCTOR_SEEN", "1", "--dry-run")
+    assert plan.returncode == 0, plan.stderr
+    assert "sh" in plan.stdout and "(~/.profile)" in plan.stdout
+    assert "fish is installed but will not see it" in plan.stdout
+    assert "create the folder ~/.config/fish" in plan.stdout
+    (isolated_home / ".config" / "fish").mkdir(parents=True)
+    done = run_cli("env", "set", "CACHEDOCTOR_SEEN", "1", "--yes")
+    assert done.returncode == 0, done.stderr
+    assert "fish (~/.config/fish/config.fish)" in done.stderr
+    assert "fish is installed but will not see it" not in done.stderr
+    assert "set -gx CACHEDOCTOR_SEEN" in (isolated_home / ".config" / "fish" / "config.fish").read_text()

@@ -177,6 +177,8 @@ def _change(wanted: dict[str, str | None], *, host: Host, dry_run: bool, tool: s
         "new shells and apps started from now on see the change"
         + ("" if host.is_windows else " (GUI sessions after the next login)")
     )
+    if not host.is_windows and any(value is not None for value in wanted.values()):
+        result.messages += _coverage_messages(host)
     if host.os == "macos":
         from cachedoctor.envvars.posix import launchctl_commands
 
@@ -215,6 +217,25 @@ def _read(path: Path) -> str | None:
         return None
     except OSError as exc:
         raise UserInputError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def _coverage_messages(host: Host) -> list[str]:
+    """Say which installed shells will see the change, and which will not and why."""
+    from cachedoctor.envvars.posix import coverage
+
+    found = coverage(host)
+    home = host.home.rstrip("/")
+    by_file: dict[str, list[str]] = {}
+    for shell, file in found.seen_by.items():
+        by_file.setdefault(file.replace(home, "~", 1), []).append(shell)
+    out = []
+    if by_file:
+        out.append("login shells that will see it: " + "; ".join(
+            f"{', '.join(shells)} ({file})" for file, shells in by_file.items()))
+    for shell, remedy in found.missed.items():
+        out.append(f"{shell} is installed but will not see it (it reads none of the files "
+                   f"written): create {remedy} and run the same command again")
+    return out
 
 
 def _posix(store: Mapping[str, str], host: Host, created: list[str], *,

@@ -223,6 +223,40 @@ def target_files(host: Host, files: FileView | None = None) -> list[tuple[Path, 
     return out
 
 
+# Which shells read a start-up file when a new session starts (bash's own manual and zsh's
+# "Startup Files"; bash reads only the first of .bash_profile, .bash_login and .profile, all
+# of which get the block when they exist; `.bashrc`/`.zshrc` only for interactive shells).
+_READ_BY = {".profile": ("sh", "dash", "ksh", "bash"), ".bash_profile": ("bash",),
+            ".bash_login": ("bash",), ".zshenv": ("zsh",)}
+# What to create so a shell that gets nothing is covered by the same command run again.
+_COVERED_BY = {"bash": "~/.profile", "sh": "~/.profile", "dash": "~/.profile",
+               "ksh": "~/.profile", "zsh": "~/.zshenv", "fish": "the folder ~/.config/fish"}
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Which installed shells a change to the managed block reaches, through which file."""
+
+    seen_by: dict[str, str]  # shell -> the file it reads the block from
+    missed: dict[str, str]  # installed shell -> what to create so it is covered too
+
+
+def coverage(host: Host, files: FileView | None = None) -> Coverage:
+    """The shells installed on `host` (on its PATH) that new sessions will see the block in,
+    and those that get nothing (fish without ~/.config/fish, zsh without a .zshenv...)."""
+    import shutil
+
+    reads: dict[str, str] = {}
+    for path, kind, _ours in target_files(host, files):
+        shells = ("fish",) if kind == "fish" else _READ_BY.get(path.name, ())
+        for shell in shells:
+            reads.setdefault(shell, str(path))
+    search = host.getenv("PATH") or os.defpath
+    installed = [name for name in _COVERED_BY if shutil.which(name, path=search)]
+    return Coverage({name: reads[name] for name in installed if name in reads},
+                    {name: _COVERED_BY[name] for name in installed if name not in reads})
+
+
 def all_files(host: Host) -> list[tuple[Path, str, bool]]:
     """Every file that may hold a block (for removal), whether or not it would get a new one."""
     home = Path(host.home)
