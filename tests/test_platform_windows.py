@@ -371,3 +371,23 @@ def test_a_revision_of_links_is_removed_whole(windows_double: Any, tmp_path: Pat
                      trash=False)
     assert done.complete and not done.errors and not snap.exists()
     assert (root / "blobs" / "b1").read_text() == "weights"
+
+
+def test_a_late_file_symlink_is_merged_as_a_file_symlink(windows_double: Any,
+                                                          tmp_path: Path) -> None:
+    """A Windows symlink keeps the file/folder kind it was made with: settle re-creates a late
+    link to a file as a file symlink (`Ops.copy_link`), never as a folder link."""
+    from cachedoctor.fs.kinds import FILE_ATTRIBUTE_DIRECTORY
+    from cachedoctor.relocate import settle
+
+    original, new = tmp_path / "orig", tmp_path / "new"
+    original.mkdir()
+    new.mkdir()
+    taken = settle.digests(str(original))
+    (original / "data.bin").write_text("blob")
+    os.symlink("data.bin", original / "latest")
+    done = settle.settle(str(original), str(new), taken)
+    assert sorted(done.copied) == ["data.bin", "latest"]
+    st = windows_double.lstat(str(new / "latest"))
+    assert not st.st_file_attributes & FILE_ATTRIBUTE_DIRECTORY
+    assert os.readlink(new / "latest") == "data.bin"

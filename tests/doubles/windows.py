@@ -203,7 +203,11 @@ class WindowsApi:
                                      FILE_ATTRIBUTE_DIRECTORY | FILE_ATTRIBUTE_REPARSE_POINT,
                                      IO_REPARSE_TAG_MOUNT_POINT, identity)
             attrs = FILE_ATTRIBUTE_REPARSE_POINT
-            if os.path.isdir(path):
+            # A symlink's file/folder kind is fixed when it is made (CreateSymbolicLinkW's
+            # SYMBOLIC_LINK_FLAG_DIRECTORY; Python docs, os.symlink: it "does not morph to the
+            # target dynamically"); a link made outside the double takes its target's kind.
+            made_as_dir = self.data.get("symlink_dirs", {}).get(f"{st.st_dev}:{st.st_ino}")
+            if made_as_dir if made_as_dir is not None else os.path.isdir(path):
                 attrs |= FILE_ATTRIBUTE_DIRECTORY
             return WinStatResult(st, stat.S_IFLNK | 0o777, attrs, IO_REPARSE_TAG_SYMLINK,
                                  identity)
@@ -268,9 +272,10 @@ class WindowsApi:
         st = os.lstat(native)
         os.unlink(native)
         key = f"{st.st_dev}:{st.st_ino}"
-        if key in self.data["junctions"]:
+        if key in self.data["junctions"] or key in self.data.get("symlink_dirs", {}):
             with self._changing() as data:
                 data["junctions"].pop(key, None)
+                data.get("symlink_dirs", {}).pop(key, None)
 
     def rename(self, src: str, dst: str) -> None:
         n_src, n_dst = self._native(src), self._native(dst)
@@ -311,7 +316,11 @@ class WindowsApi:
         return os.readlink(native)
 
     def symlink(self, target: str, path: str, is_dir: bool) -> None:
-        os.symlink(target, self._native(path))
+        native = self._native(path)
+        os.symlink(target, native)
+        st = os.lstat(native)
+        with self._changing() as data:
+            data.setdefault("symlink_dirs", {})[f"{st.st_dev}:{st.st_ino}"] = is_dir
 
     def link(self, src: str, dst: str) -> None:
         os.link(self._native(src), self._native(dst), follow_symlinks=False)
