@@ -228,10 +228,11 @@ def test_max_size_trims_by_lru_and_older_than_takes_only_old_files(
     cache.mkdir(parents=True)
     old = cache / "old.bin"
     old.write_bytes(b"o" * 4096)
-    time.sleep(1.2)
+    hour_ago = time.time() - 3600  # dated, not slept: a loaded machine must not age `fresh`
+    os.utime(old, (hour_ago, hour_ago))
     fresh = cache / "fresh.bin"
     fresh.write_bytes(b"f" * 4096)
-    proc = run_cli("clean", "faketool", "--older-than", "1s", "--yes")
+    proc = run_cli("clean", "faketool", "--older-than", "30m", "--yes")
     assert proc.returncode == 0, proc.stderr
     assert not old.exists() and fresh.exists()
 
