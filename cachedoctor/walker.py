@@ -187,17 +187,8 @@ class _Measure(TreeWalk):
         self.base: tuple[int, int] | None = None
 
     def run(self) -> None:
-        ops = self.ops
-        try:
-            root_fd = ops.open_root(self.root)
-        except OSError as exc:
-            if exc.errno not in _VANISHED:
-                self.tally.errors.append(f"{self.root}: {exc.strerror}")
+        if self._walk_root() is None:
             return
-        try:
-            self._walk(self._open_root(root_fd, ops.fstat(root_fd)))
-        finally:
-            ops.close(root_fd)
         self._report(final=True)
 
     # progress ----------------------------------------------------------------------------

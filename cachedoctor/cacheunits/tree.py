@@ -227,17 +227,7 @@ class _Lister(TreeWalk):
             tree.errors.append(f"{self.root}: not a folder")
             return
         tree.entries[""] = _entry("", top, None, ops.block_unit)
-        try:
-            root_fd = ops.open_root(self.root)
-        except OSError as exc:
-            tree.errors.append(f"{self.root}: {exc.strerror}")
-            return
-        try:
-            root = self._open_root(root_fd, ops.fstat(root_fd))
-            root.selected_all = not self.rules.only
-            self._walk(root)
-        finally:
-            ops.close(root_fd)
+        self._walk_root(selected_all=not self.rules.only)
 
     def _enter(self, parent: Frame | None, frame: Frame, listed: Any) -> None:
         frame.names = self._list(frame)

@@ -85,15 +85,7 @@ class _Survey(TreeWalk):
         if ops.modes_meaningful and not os.access(self.root, _REMOVE_ENTRIES) \
                 and not _can_make_writable(top, self.root):
             result.undeletable.append(self.root)
-        try:
-            root_fd = ops.open_root(self.root)
-        except OSError as exc:
-            result.unreadable.append(f"{self.root}: {exc.strerror}")
-            return
-        try:
-            self._walk(self._open_root(root_fd, ops.fstat(root_fd)))
-        finally:
-            ops.close(root_fd)
+        self._walk_root()
 
     def _count(self, st: Any, rel: str) -> None:
         result = self.result

@@ -242,6 +242,25 @@ class TreeWalk:
         self._enter(None, frame, st)
         return frame
 
+    def _walk_root(self, *, selected_all: bool = True) -> Frame | None:
+        """Open the root and walk everything below it: the read-only visitors' whole run. A
+        root that cannot be opened is reported through `_error("")` like any folder (None is
+        returned); otherwise the root frame, its descriptor closed, for what the visitor kept
+        on it."""
+        ops = self.ops
+        try:
+            root_fd = ops.open_root(self.root)
+        except OSError as exc:
+            self._error("", exc)
+            return None
+        try:
+            root = self._open_root(root_fd, ops.fstat(root_fd))
+            root.selected_all = selected_all
+            self._walk(root)
+        finally:
+            ops.close(root_fd)
+        return root
+
     def _walk(self, root: Frame) -> None:
         """Walk everything below `root`, forked, threaded or here; the collector is paused
         (no reference cycles are made; rescanning the heap only costs time)."""

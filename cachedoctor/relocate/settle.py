@@ -50,18 +50,9 @@ class _Digest(TreeWalk):
         self.out: Digests = {}
 
     def run(self) -> None:
-        ops = self.ops
-        try:
-            root_fd = ops.open_root(self.root)
-        except OSError as exc:
-            self.out[""] = f"unreadable:{exc.errno}"
-            return
-        try:
-            root = self._open_root(root_fd, ops.fstat(root_fd))
-            self._walk(root)
+        root = self._walk_root()
+        if root is not None:
             self._seal(root)
-        finally:
-            ops.close(root_fd)
 
     def _enter(self, parent: Frame | None, frame: Frame, listed: Any) -> None:
         frame.names = sorted(self._list(frame))
