@@ -33,7 +33,7 @@ import errno
 import gc
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from cachedoctor.fs import seam
@@ -380,49 +380,27 @@ class TreeWalk:
         import pickle
         import select
         import signal
-        import warnings
 
         nworkers = min(self.workers, len(tasks))
-        stop_signals = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}  # what cli stops on
         task_r, task_w = os.pipe()
         children: dict[int, int] = {}  # result pipe -> pid
         results: dict[int, bytes] = {}
         try:
             for _ in range(nworkers):
                 res_r, res_w = os.pipe()
-                # Ctrl-C (or SIGTERM) between the fork and the worker's registration would
-                # leave a worker nobody stops: both wait, blocked, until it is in `children`
-                # (the mask is per thread: a signal another thread takes still raises here
-                # once fork returns, so a child not yet registered is stopped below)
-                signal.pthread_sigmask(signal.SIG_BLOCK, stop_signals)
-                pid = -1
-                try:
-                    with warnings.catch_warnings():  # 3.12+ warns about forking with threads
-                        warnings.simplefilter("ignore", DeprecationWarning)
-                        pid = os.fork()
-                    if pid == 0:  # pragma: no cover - runs in the child, which never returns
-                        code = 1
-                        try:
-                            signal.signal(signal.SIGINT, signal.SIG_DFL)
-                            signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
-                            os.close(res_r)
-                            os.close(task_w)
-                            for other in children:
-                                os.close(other)
-                            code = self._worker(task_r, res_w, tasks)
-                        finally:
-                            os._exit(code)
+
+                def work(res_r: int = res_r, res_w: int = res_w) -> int:  # pragma: no cover
+                    os.close(res_r)  # in the child
+                    os.close(task_w)
+                    for other in children:
+                        os.close(other)
+                    return self._worker(task_r, res_w, tasks)
+
+                def register(pid: int, res_r: int = res_r, res_w: int = res_w) -> None:
                     os.close(res_w)
                     children[res_r] = pid
-                except BaseException:
-                    if pid > 0 and res_r not in children:
-                        with contextlib.suppress(OSError):
-                            os.kill(pid, signal.SIGKILL)
-                        _reap(pid)
-                        os.close(res_r)
-                    raise
-                finally:
-                    signal.pthread_sigmask(signal.SIG_UNBLOCK, stop_signals)
+
+                fork_worker(work, register)
             os.close(task_r)
             task_r = -1
             os.set_blocking(task_w, False)
@@ -510,6 +488,43 @@ class TreeWalk:
         return 0
 
     send: Any = None  # in a worker: send(kind, payload) to the parent
+
+
+def fork_worker(work: Callable[[], int], register: Callable[[int], None]) -> int:
+    """Fork a worker that runs `work` (its exit code) and `register(pid)` it in the parent.
+    Ctrl-C, SIGTERM or SIGHUP (what the CLI stops on) between the fork and the registration
+    would leave a worker nobody stops: they are held back across both. The mask is per thread,
+    so a signal another thread takes can still raise once fork returns: a worker not yet
+    registered then is killed and reaped before the exception goes on."""
+    import signal
+    import warnings
+
+    stop = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    signal.pthread_sigmask(signal.SIG_BLOCK, stop)
+    pid, registered = -1, False
+    try:
+        with warnings.catch_warnings():  # 3.12+ warns about forking with threads alive
+            warnings.simplefilter("ignore", DeprecationWarning)
+            pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child, which never returns
+            code = 1
+            try:
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, stop)
+                code = work()
+            finally:
+                os._exit(code)
+        register(pid)
+        registered = True
+    except BaseException:
+        if pid > 0 and not registered:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+            _reap(pid)
+        raise
+    finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, stop)
+    return pid
 
 
 def _send(fd: int, kind: bytes, payload: bytes) -> None:  # pragma: no cover - in workers

@@ -548,30 +548,28 @@ class _Walk:
         import pickle  # before forking: the workers need no import
         import select
         import signal
-        import warnings
+
+        from cachedoctor.fs.walk import fork_worker
 
         task_r, task_w = os.pipe()
         children: dict[int, int] = {}  # result pipe -> pid
         try:
             for _ in range(min(workers, len(tasks))):
                 res_r, res_w = os.pipe()
-                with warnings.catch_warnings():  # 3.12+ warns about forking with threads alive
-                    warnings.simplefilter("ignore", DeprecationWarning)
-                    pid = os.fork()
-                if pid == 0:  # pragma: no cover - runs in the forked child
-                    code = 1
-                    try:
-                        signal.signal(signal.SIGINT, signal.SIG_DFL)
-                        os.close(task_w)
-                        os.close(res_r)
-                        for other in children:
-                            os.close(other)
-                        self._worker(task_r, res_w, tasks)
-                        code = 0
-                    finally:
-                        os._exit(code)
-                os.close(res_w)
-                children[res_r] = pid
+
+                def work(res_r: int = res_r, res_w: int = res_w) -> int:  # pragma: no cover
+                    os.close(task_w)  # in the child
+                    os.close(res_r)
+                    for other in children:
+                        os.close(other)
+                    self._worker(task_r, res_w, tasks)
+                    return 0
+
+                def register(pid: int, res_r: int = res_r, res_w: int = res_w) -> None:
+                    os.close(res_w)
+                    children[res_r] = pid
+
+                fork_worker(work, register)  # the walker's: no worker left by a Ctrl-C
             os.close(task_r)
             task_r = -1
             os.set_blocking(task_w, False)
