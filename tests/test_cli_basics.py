@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 from cachedoctor import __version__
+from cachedoctor.cli.app import COMMANDS, command_word
 from tests.conftest import result_of, run_cli
 
 HEAVY = ("rich", "psutil", "yaml", "pydantic", "ruamel", "tomlkit", "cachedoctor.walker", "sqlite3")
@@ -38,6 +39,29 @@ def test_version_and_help_import_nothing_heavy() -> None:
         heavy = sorted(m for m in modules if any(m == h or m.startswith(h + ".") for h in HEAVY))
         assert heavy == [], f"{argv} imported {heavy}"
     assert "typer" not in imported_after("--version")
+
+
+def test_a_command_imports_only_its_own_module() -> None:
+    commands = {m for m in imported_after("profiles", "list", "--json") if m.startswith("cachedoctor.cli.")}
+    assert commands & {f"cachedoctor.cli.{m}" for m in COMMANDS.values()} == {"cachedoctor.cli.profiles"}
+    assert "cachedoctor.cli.where" in imported_after("--profiles-dir", "/nonexistent", "which", "/")
+    assert {f"cachedoctor.cli.{m}" for m in COMMANDS.values()} <= imported_after("--help")
+
+
+def test_the_command_word_skips_global_options() -> None:
+    assert command_word(["--profiles-dir", "D", "profiles", "list"]) == "profiles"
+    assert command_word(["--profiles-dir=D", "undo"]) == "undo"
+    assert command_word(["--help"]) is None and command_word([]) is None
+    assert command_word(["scn"]) is None  # a typo: the whole CLI answers, with "did you mean"
+    assert command_word(["--", "scan"]) is None
+
+
+def test_every_command_is_in_the_table_and_listed_in_its_order_whatever_was_imported_first() -> None:
+    code = ("import cachedoctor.cli.profiles, cachedoctor.cli.move\n"
+            "from cachedoctor.cli.app import build_command\n"
+            "print(' '.join(build_command().commands))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == list(COMMANDS)
 
 
 def test_help_lists_every_command() -> None:

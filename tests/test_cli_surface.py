@@ -69,9 +69,7 @@ NAME = re.compile(r"^[A-Z][A-Z0-9_]*(:[A-Z]+)?(\.\.\.|\[,[A-Z]+\.\.\.\])?$")  # 
 
 def metavars() -> dict[tuple[str, str], str]:
     """(command path, parameter name) -> the metavar --help shows."""
-    import typer
-
-    from cachedoctor.cli.app import app
+    from cachedoctor.cli.app import build_command
 
     found: dict[tuple[str, str], str] = {}
 
@@ -88,7 +86,7 @@ def metavars() -> dict[tuple[str, str], str]:
                 shown = param.make_metavar(ctx, usage=True).strip("{}[]")
             found[(" ".join(path), param.name)] = shown
 
-    visit(typer.main.get_command(app), [])
+    visit(build_command(), [])
     return found
 
 

@@ -118,11 +118,35 @@ def test_install_completion_writes_into_home_only(isolated_home: Path, tmp_path:
     assert {p for p in tmp_path.rglob("*")} == before  # nothing beside the home
 
 
-def test_completing_imports_nothing_that_draws(on_path: Path) -> None:
-    out = subprocess.run([sys.executable, "-X", "importtime", "-m", "cachedoctor"],
-                         capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "_CACHEDOCTOR_COMPLETE": "complete_bash",
-                              "COMP_WORDS": "cachedoctor move hugg", "COMP_CWORD": "2"})
-    assert out.stdout.split() == ["huggingface"]
-    imported = {line.split("|")[-1].strip() for line in out.stderr.splitlines() if "|" in line}
-    assert not any(name == "rich" or name.startswith("rich.") for name in imported)
+def test_completing_imports_nothing_that_draws_nor_the_model_nor_other_commands(on_path: Path) -> None:
+    code = ("import atexit, sys\n"
+            "atexit.register(lambda: sys.stderr.write('\\n' + ' '.join(sorted(sys.modules))))\n"
+            "sys.argv = ['cachedoctor']\nfrom cachedoctor.cli import main\nmain()\n")
+
+    def imported() -> set[str]:
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             timeout=120, env={**os.environ, "_CACHEDOCTOR_COMPLETE": "complete_bash",
+                                               "COMP_WORDS": "cachedoctor move hugg", "COMP_CWORD": "2"})
+        assert out.stdout.split() == ["huggingface"], out.stderr
+        return set(out.stderr.splitlines()[-1].split())
+
+    cold, warm = imported(), imported()  # the first run writes the profile index
+    for modules in (cold, warm):
+        assert not any(name == "rich" or name.startswith("rich.") for name in modules)
+    assert "pydantic" in cold and "pydantic" not in warm and "yaml" not in warm
+    assert {"cachedoctor.cli.move", "cachedoctor.cli.scan"} & warm == {"cachedoctor.cli.move"}
+
+
+def test_completion_names_come_from_the_index_and_follow_every_change(tmp_path: Path) -> None:
+    from cachedoctor.profiles.loader import load_names, load_profiles, names_of
+    from tests.test_profile_index import aged
+    from tests.test_profiles_loader import GOOD, write
+
+    extra = tmp_path / "extra"
+    aged(write(extra, "demo.yaml", GOOD))
+    full = {i: names_of(lp.profile) for i, lp in load_profiles([extra]).profiles.items()}
+    assert load_names([extra]) == full and "demo" in full
+    aged(write(extra, "demo.yaml", GOOD.replace("id: demo", "id: demx", 1)), 30)  # same size
+    assert "demx" in load_names([extra]) and "demo" not in load_names([extra])
+    write(extra, "demo.yaml", "id: [")  # invalid, and fresh: not recorded, loaded every time
+    assert "demx" not in load_names([extra]) and "pip" in load_names([extra])

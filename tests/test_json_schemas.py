@@ -24,9 +24,7 @@ from tests.test_journey import make_caches
 
 def json_commands() -> dict[str, Any]:
     """Every command path of the CLI that takes `--json`, from the click command tree."""
-    import typer
-
-    from cachedoctor.cli.app import app
+    from cachedoctor.cli.app import build_command
 
     found: dict[str, Any] = {}
 
@@ -36,7 +34,7 @@ def json_commands() -> dict[str, Any]:
         if any(param.name == "json_out" for param in command.params):
             found[".".join(path)] = command
 
-    visit(typer.main.get_command(app), [])
+    visit(build_command(), [])
     return found
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 import typer
@@ -64,12 +65,51 @@ def _warn_about_unfinished_operations() -> None:
              f"or *.cachedoctor-partial-{op_id} (`cachedoctor doctor` finds them)")
 
 
-# Command modules register themselves on `app` when imported, in this order in --help
-# (commands first, then the command groups: env, quota, schedule, profiles).
-COMMAND_MODULES = ("scan", "ls", "where", "doctor", "move", "tune", "clean", "sweep", "history",
-                   "env", "quota", "schedule", "profiles")
-for _name in COMMAND_MODULES:
-    importlib.import_module(f"cachedoctor.cli.{_name}")
+# The module that registers each command or command group on `app` when imported, in the
+# order of --help (commands first, then the groups env, quota, schedule, profiles). A run
+# imports only the module of the command it names: building every command's parser is start-up
+# time that a Tab completion or `profiles list` would otherwise pay.
+COMMANDS: dict[str, str] = {
+    "scan": "scan", "ls": "ls", "where": "where", "which": "where", "doctor": "doctor",
+    "move": "move", "restore": "move", "tune": "tune", "clean": "clean", "sweep": "sweep",
+    "history": "history", "undo": "history", "env": "env", "quota": "quota",
+    "schedule": "schedule", "profiles": "profiles",
+}
+_GLOBAL_OPTIONS_WITH_VALUE = ("--profiles-dir",)
+
+
+def command_word(args: Sequence[str]) -> str | None:
+    """The command `args` name (`profiles` of `--profiles-dir D profiles list`), when it is one
+    of COMMANDS; None when `args` name none (`--help`, a typo, nothing yet)."""
+    words = iter(args)
+    for word in words:
+        if word in _GLOBAL_OPTIONS_WITH_VALUE:
+            next(words, None)
+        elif not word.startswith("-"):
+            return word if word in COMMANDS else None
+        elif word == "--":
+            return None
+    return None
+
+
+def build_command(args: Sequence[str] | None = None) -> Any:
+    """The click command tree a run with `args` needs: only the named command's module is
+    imported, every module for anything else (None: the whole CLI, as --help shows it)."""
+    word = command_word(args) if args is not None else None
+    for module in dict.fromkeys([COMMANDS[word]] if word is not None else COMMANDS.values()):
+        importlib.import_module(f"cachedoctor.cli.{module}")
+    order = list(COMMANDS)  # registered in import order; listed in COMMANDS order
+    app.registered_commands.sort(key=lambda info: order.index(_registered_name(info)))
+    app.registered_groups.sort(key=lambda info: order.index(info.name or ""))
+    command = typer.main.get_command(app)
+    from cachedoctor.cli import completion
+
+    completion.attach(command)
+    return command
+
+
+def _registered_name(info: Any) -> str:
+    return str(info.name or info.callback.__name__.replace("_", "-"))
 
 
 def command_path(command: Any, argv: list[str]) -> tuple[str, bool]:
@@ -98,8 +138,7 @@ def run(argv: list[str] | None = None) -> int:
     from cachedoctor.cli import completion, output
 
     args = list(sys.argv[1:] if argv is None else argv)
-    command = typer.main.get_command(app)
-    completion.attach(command)
+    command = build_command(completion.words_before_cursor() if completion.requested() else args)
     name, json_out = command_path(command, args)
     output.begin(name, json_out=json_out)
     code = _run(command, args)

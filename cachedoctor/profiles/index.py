@@ -7,6 +7,10 @@ and pydantic versions and the validating code it was written with. Any change re
 file; a damaged or foreign index is ignored and rewritten, silently. A file modified in the last
 seconds is not recorded (a second edit of the same size within the timestamp granularity would
 otherwise go unseen, as in git's "racy" index entries).
+
+The file holds two pickles: first the names of each valid profile (id, aliases, location ids:
+plain data), then the outcomes. Shell completion reads only the first (`read_names`), so a Tab
+neither imports pydantic nor builds the profile model.
 """
 
 from __future__ import annotations
@@ -19,13 +23,14 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Union
+from typing import TYPE_CHECKING, Any, Union
 
-from cachedoctor.profiles.loader import ProfileError, ProfileFileError
-from cachedoctor.profiles.model import Profile
+if TYPE_CHECKING:
+    from cachedoctor.profiles.loader import ProfileError, ToolNames
+    from cachedoctor.profiles.model import Profile
 
-Outcome = Union[Profile, list[ProfileError]]  # noqa: UP007 - a runtime alias on Python 3.10
-_FORMAT = 1
+Outcome = Union["Profile", list["ProfileError"]]
+_FORMAT = 2
 _RACY_NS = 3_000_000_000  # mtimes this close to now are not trusted yet
 _FileKey = tuple[int, int, int, int]
 
@@ -37,14 +42,19 @@ def index_path() -> Path:
     return state_dir() / "profile-index.pickle"
 
 
-def _file_key(st: os.stat_result) -> _FileKey:
+def file_key(st: os.stat_result) -> _FileKey:
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
 
 
 def _stamp() -> tuple[Any, ...]:
-    """What every outcome in the index was computed with."""
+    """What every outcome in the index was computed with (its classes are pydantic's)."""
     import pydantic
 
+    return (*_code_stamp(), pydantic.VERSION)
+
+
+def _code_stamp() -> tuple[Any, ...]:
+    """What the names in the index were computed with."""
     from cachedoctor import __version__
 
     # Every module of the package: validation reaches into many (the method, format, unit and
@@ -56,10 +66,10 @@ def _stamp() -> tuple[Any, ...]:
         for name in sorted(files):
             if name.endswith(".py"):
                 try:
-                    code.append((name, *_file_key(os.stat(os.path.join(folder, name)))))
+                    code.append((name, *file_key(os.stat(os.path.join(folder, name)))))
                 except OSError:
                     code.append((name,))
-    return (_FORMAT, __version__, sys.version, pydantic.VERSION, tuple(code))
+    return (_FORMAT, __version__, sys.version, tuple(code))
 
 
 class ProfileIndex:
@@ -79,9 +89,11 @@ class ProfileIndex:
     def outcome(self, path: Path, load: Callable[[Path], Profile]) -> Outcome:
         """The profile `path` validates to, or its errors: from the index when the file is
         unchanged, else by `load` (which raises ProfileFileError)."""
+        from cachedoctor.profiles.loader import ProfileFileError
+
         name = str(path)
         try:
-            key: _FileKey | None = _file_key(os.stat(path))
+            key: _FileKey | None = file_key(os.stat(path))
         except OSError:
             key = None
         known = self.entries.get(name)
@@ -105,18 +117,34 @@ class ProfileIndex:
         if kind is None and self.changed:
             self.entries = {name: entry for name, entry in self.entries.items()
                             if os.path.exists(name)}
-            _write(self.path, (self.stamp, self.entries))
+            names = {name: (key, _names(outcome)) for name, (key, outcome) in self.entries.items()}
+            # the names part carries the code stamp alone: reading it needs no pydantic
+            _write(self.path, (self.stamp[:-1], names), (self.stamp, self.entries))
 
 
-def _read(path: Path, stamp: tuple[Any, ...]) -> dict[str, tuple[_FileKey, Outcome]]:
-    """The entries of the index at `path`, or none when it is missing, damaged, written by
-    other code, or could have been written by another user (it is a pickle: only a file this
-    user owns and only this user can write is read)."""
+def _names(outcome: Outcome) -> ToolNames | None:
+    from cachedoctor.profiles.loader import names_of
+
+    return None if isinstance(outcome, list) else names_of(outcome)
+
+
+def read_names() -> dict[str, tuple[_FileKey, ToolNames | None]]:
+    """The names part of the index: {file: (its key, its profile's names, or None when it is
+    not valid)}; empty when there is no usable index."""
+    return _read(index_path(), _code_stamp(), part=0)
+
+
+def _read(path: Path, stamp: tuple[Any, ...], part: int = 1) -> dict[str, Any]:
+    """The entries of one part of the index at `path` (0: names, 1: outcomes), or none when it
+    is missing, damaged, written by other code, or could have been written by another user (it
+    is a pickle: only a file this user owns and only this user can write is read)."""
     try:
         with open(path, "rb") as file:
             st = os.fstat(file.fileno())
             if hasattr(os, "geteuid") and (st.st_uid != os.geteuid() or st.st_mode & 0o022):
                 return {}
+            for _ in range(part):
+                pickle.load(file)
             saved_stamp, entries = pickle.load(file)
     except Exception:  # missing, unreadable, truncated, from other code: rebuilt
         return {}
@@ -125,14 +153,15 @@ def _read(path: Path, stamp: tuple[Any, ...]) -> dict[str, tuple[_FileKey, Outco
     return entries
 
 
-def _write(path: Path, document: Any) -> None:
+def _write(path: Path, *documents: Any) -> None:
     """Replace the index atomically; a cache folder that cannot be written only costs speed."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, temp = tempfile.mkstemp(prefix=".profile-index.", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as file:
-                pickle.dump(document, file, protocol=pickle.HIGHEST_PROTOCOL)
+                for document in documents:
+                    pickle.dump(document, file, protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(temp, path)
         except BaseException:
             os.unlink(temp)

@@ -15,11 +15,11 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from cachedoctor.profiles.model import Profile
-
 if TYPE_CHECKING:
     import yaml
     from pydantic_core import ErrorDetails
+
+    from cachedoctor.profiles.model import Profile
 
 Origin = Literal["builtin", "user", "extra"]
 PROFILES_DIR_ENV = "CACHEDOCTOR_PROFILES_DIR"
@@ -45,6 +45,27 @@ class LoadedProfile:
     origin: Origin
 
 
+@dataclass(frozen=True)
+class ToolNames:
+    """What a command line can name of a profile (plain data: read without the model)."""
+
+    id: str
+    aliases: tuple[str, ...]
+    locations: tuple[str, ...]
+
+
+def name_table(tools: Iterable[tuple[str, Iterable[str]]]) -> dict[str, str]:
+    """{lower-case id or alias: id} of (id, aliases) pairs: ids win over aliases, and of two
+    profiles with the same alias the first id in sorted order."""
+    names: dict[str, str] = {}
+    pairs = sorted((tool_id, list(aliases)) for tool_id, aliases in tools)
+    for tool_id, aliases in pairs:
+        for alias in aliases:
+            names.setdefault(alias.lower(), tool_id)
+    names.update((tool_id.lower(), tool_id) for tool_id, _ in pairs)
+    return names
+
+
 @dataclass
 class ProfileSet:
     profiles: dict[str, LoadedProfile] = field(default_factory=dict)
@@ -57,12 +78,7 @@ class ProfileSet:
         if name in self.profiles:
             return name
         if self._names is None:
-            names: dict[str, str] = {}
-            for tool_id, loaded in sorted(self.profiles.items()):
-                for alias in loaded.profile.aliases:
-                    names.setdefault(alias.lower(), tool_id)
-            names.update((tool_id.lower(), tool_id) for tool_id in self.profiles)  # ids win
-            self._names = names
+            self._names = name_table((i, lp.profile.aliases) for i, lp in self.profiles.items())
         return self._names.get(name.lower())
 
     def loaded(self, name: str) -> LoadedProfile:
@@ -120,6 +136,34 @@ def profile_dirs(extra: Sequence[str | Path] = ()) -> list[tuple[Path, Origin]]:
     return dirs
 
 
+def load_names(extra_dirs: Sequence[str | Path] = ()) -> dict[str, ToolNames]:
+    """{id: names} of the profiles `load_profiles(extra_dirs)` gives, from the names part of
+    the index when it covers every file as it is now (no pydantic, no YAML), else by loading."""
+    from cachedoctor.profiles.index import file_key, read_names
+
+    known = read_names()
+    found: dict[str, ToolNames] = {}
+    for directory, _origin in profile_dirs(extra_dirs):
+        if not directory.is_dir():
+            continue
+        for path in _yaml_files(directory):
+            entry = known.get(str(path))
+            try:
+                current = file_key(os.stat(path))
+            except OSError:
+                current = None
+            if entry is None or entry[0] != current:
+                return {tool_id: names_of(lp.profile)
+                        for tool_id, lp in load_profiles(extra_dirs).profiles.items()}
+            if entry[1] is not None:
+                found[entry[1].id] = entry[1]
+    return found
+
+
+def names_of(profile: Profile) -> ToolNames:
+    return ToolNames(profile.id, tuple(profile.aliases), tuple(loc.id for loc in profile.locations))
+
+
 def load_profiles(extra_dirs: Sequence[str | Path] = ()) -> ProfileSet:
     from cachedoctor.profiles.index import ProfileIndex
 
@@ -168,6 +212,8 @@ class _BadNode(Exception):
 def parse_profile(text: str, name: str) -> Profile:
     import yaml
     from pydantic import ValidationError
+
+    from cachedoctor.profiles.model import Profile
 
     if len(text) > MAX_PROFILE_BYTES:
         raise ProfileFileError([ProfileError(
@@ -329,6 +375,8 @@ def _dotted(path: tuple[Any, ...]) -> str:
 
 
 def json_schema() -> dict[str, Any]:
+    from cachedoctor.profiles.model import Profile
+
     schema = Profile.model_json_schema()
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["title"] = "cachedoctor profile"
