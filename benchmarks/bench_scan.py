@@ -12,7 +12,10 @@ in ~3,000 folders with a few hundred hard links, symlinks and sparse files, unde
    (`python -c "measure(DIR)"`, with 1 process and with the default workers) and gdu/ncdu
    when they are installed.
 
-    python benchmarks/bench_scan.py [--data DIR] [--runs 5] [--files N --dirs N] [--json]
+With --busy-core one CPU is kept busy by a spinning process during the timed runs (the
+condition of a developer's machine with a build running).
+
+    python benchmarks/bench_scan.py [--data DIR] [--runs 5] [--files N --dirs N] [--busy-core] [--json]
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from common import (
     TreeSpec,
     bench_env,
     build_tree,
+    busy_core,
     cachedoctor_argv,
     machine,
     median,
@@ -61,6 +65,7 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--files", type=int, default=TreeSpec.files)
     parser.add_argument("--dirs", type=int, default=TreeSpec.dirs)
+    parser.add_argument("--busy-core", action="store_true", help="keep one CPU busy meanwhile")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
 
@@ -83,7 +88,8 @@ def main() -> int:
         if shutil.which(tool):
             commands[tool] = argv
     cpu: dict[str, list[float]] = {}
-    samples = paired_medians(commands, runs=args.runs, cpu=cpu)
+    with busy_core(args.busy_core):
+        samples = paired_medians(commands, runs=args.runs, cpu=cpu)
     base = median(samples["du -s"])
     figures = {name: {"median_s": round(median(s), 4), "ratio_to_du": round(median(s) / base, 3),
                       "min_s": round(min(s), 4), "cpu_median_s": round(median(cpu[name]), 4),
@@ -91,13 +97,14 @@ def main() -> int:
     report = {
         "machine": machine(tree), "tree": str(tree), "files": spec.files, "dirs": spec.dirs,
         "du_inodes": expected[2], "exact": exact, "du": expected, "scan": got,
-        "runs": args.runs, "loadavg_after": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        "runs": args.runs, "busy_core": args.busy_core, "loadavg_after": " ".join(f"{x:.2f}" for x in os.getloadavg()),
         "figures": figures,
     }
     if args.json:
         print(json.dumps(report, indent=2))
     else:
         print(f"machine: {report['machine']}")
+        print(f"one core busy: {args.busy_core}")
         print(f"tree: {tree} ({expected[2]:,} entries, {expected[0]:,} bytes allocated)")
         print(f"exact: {exact}  du={expected}  scan={got}")
         print(f"{'command':34} {'median':>8} {'vs du -s':>9} {'min':>7} {'cpu':>7}   samples")

@@ -18,6 +18,7 @@ Run the scripts from the repository root, e.g. `python benchmarks/bench_scan.py`
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -28,7 +29,7 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -175,6 +176,22 @@ def paired_medians(commands: dict[str, Sequence[str]], runs: int = 5, *, warmup:
             if cpu is not None:
                 cpu.setdefault(name, []).append(used)
     return samples
+
+
+@contextlib.contextmanager
+def busy_core(enabled: bool = True) -> Iterator[None]:
+    """One CPU kept busy for the duration (the issue's "one core busy" condition, like
+    `stress --cpu 1`): a shell spinning in a loop, at normal priority, stopped afterwards."""
+    if not enabled:
+        yield
+        return
+    spinner = subprocess.Popen(["sh", "-c", "while :; do :; done"])
+    try:
+        time.sleep(0.5)  # let the scheduler see it
+        yield
+    finally:
+        spinner.kill()
+        spinner.wait()
 
 
 def median(samples: Sequence[float]) -> float:
