@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -20,7 +21,10 @@ def imported_after(*argv: str) -> set[str]:
         "try:\n    main()\nexcept SystemExit:\n    pass\n"
         "print('\\n' + ' '.join(sorted(sys.modules)))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    # the environment is passed explicitly: pytest's own COLUMNS (set beside os.environ) is
+    # not the piped run this measures
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env=dict(os.environ))
     return set(out.stdout.strip().splitlines()[-1].split())
 
 
@@ -46,6 +50,11 @@ def test_a_command_imports_only_its_own_module() -> None:
     assert commands & {f"cachedoctor.cli.{m}" for m in COMMANDS.values()} == {"cachedoctor.cli.profiles"}
     assert "cachedoctor.cli.where" in imported_after("--profiles-dir", "/nonexistent", "which", "/")
     assert {f"cachedoctor.cli.{m}" for m in COMMANDS.values()} <= imported_after("--help")
+
+
+def test_a_piped_table_builds_no_rich_table() -> None:
+    modules = imported_after("profiles", "list")
+    assert "rich.table" not in modules and "rich.text" not in modules
 
 
 def test_the_command_word_skips_global_options() -> None:

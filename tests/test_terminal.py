@@ -165,3 +165,32 @@ def test_scan_in_a_real_80_column_terminal(long_home: Path, tmp_path: Path) -> N
         subprocess.run([*tmux, "kill-server"], capture_output=True, env=env, check=False)
     check_rules("\n".join(line.rstrip() for line in screen.splitlines()), 80, paths, sizes)
     assert screen.index("huggingface") < screen.index("pip")
+
+
+def test_a_pipe_gets_exactly_what_rich_prints_there(monkeypatch: pytest.MonkeyPatch,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    """print_table(None, ...) into a pipe writes the table itself (no rich console, no rich
+    table); rich, printing the same table through stdout_console's pipe stream, is the oracle."""
+    import random
+
+    from cachedoctor.cli.base import TrimmedLines, _console
+
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    rng = random.Random(14)
+    alphabet = ["a", "Z", "/", "-", " ", "é", "漢", "█", "·", "\n", "~", "\x1b", "\t"]
+    kinds = ["text", "number", "path", "prose", "bar"]
+    for _ in range(300):
+        columns = [Column(rng.choice(["id", "size", "", "a long header", "漢字"]), rng.choice(kinds),  # type: ignore[arg-type]
+                          rng.choice([0, 0, 1, 2])) for _ in range(rng.randint(1, 5))]
+        rows: list[list[str] | None] = []
+        for _ in range(rng.randint(0, 6)):
+            rows.append(None if rng.random() < 0.15 else
+                        ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+                         for _ in columns])
+        oracle = io.StringIO()
+        print_table(_console(highlight=False, soft_wrap=False, width=4096,
+                             file=TrimmedLines(oracle)), columns, rows)
+        capsys.readouterr()
+        print_table(None, columns, rows)
+        assert capsys.readouterr().out == oracle.getvalue(), (columns, rows)

@@ -179,14 +179,13 @@ def list_command(json_out: JsonOption = False) -> None:
     if not rows:
         info("cachedoctor manages no environment variables")
         return
-    from cachedoctor.cli.base import stdout_console
     from cachedoctor.cli.render import Column, path_column, print_table
 
     table: list[list[str] | None] = []
     for row in rows:
         seen = "yes" if row["seen"] else ("not set" if row["current"] is None else f"differs: {row['current']}")
         table.append([row["name"], row["value"], seen])
-    print_table(stdout_console(), [Column("name"), path_column("value"), Column("this shell", "prose")],
+    print_table(None, [Column("name"), path_column("value"), Column("this shell", "prose")],
                 table)
     if not all(r["seen"] for r in rows):
         info("open a new shell (or log in again) to see the managed values")

@@ -59,7 +59,7 @@ def history(
             state = f"undoes #{change.undoes}"
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(change.time))
         rows.append([str(change.id), when, change.kind, change.tool or "-", change.summary, state])
-    print_table(stdout_console(), columns, rows)
+    print_table(None, columns, rows)
 
 
 @app.command()

@@ -62,7 +62,7 @@ def list_profiles(
         running_text = ", ".join(f"{p['name']} ({p['pid']})" for p in row["processes"][:2]) or "-"
         table.append([row["id"], row["name"], row["category"], "yes" if row["present"] else "-",
                       running_text, row["origin"]])
-    print_table(stdout_console(), columns, table)
+    print_table(None, columns, table)
 
 
 @profiles_app.command("show")

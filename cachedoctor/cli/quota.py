@@ -17,7 +17,6 @@ from cachedoctor.cli.base import (
     info,
     profile_set,
     say,
-    stdout_console,
     warn,
 )
 from cachedoctor.errors import EXIT_OK, RefusedError, UserInputError
@@ -204,5 +203,5 @@ def list_command(json_out: JsonOption = False) -> None:
                           format_size(row.cap_bytes),
                           bar(min(row.used_bytes, row.cap_bytes), row.cap_bytes, 10), pct,
                           ", ".join(row.paths) or ("(not present)" if row.known else "(unknown tool)")])
-        print_table(stdout_console(), columns, table)
+        print_table(None, columns, table)
     raise typer.Exit(1 if any(r.partial for r in rows) else EXIT_OK)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -111,8 +110,10 @@ class ProfileFileError(Exception):
 
 
 def builtin_profiles_dir() -> Path:
-    """The profiles shipped in the wheel, or the repository's `profiles/` in a source checkout."""
-    packaged = Path(str(resources.files("cachedoctor") / "builtin_profiles"))
+    """The profiles shipped in the wheel, or the repository's `profiles/` in a source checkout.
+    (The package's own folder, as `importlib.resources.files` gives for a package on disk,
+    without importing importlib.resources and zipfile at every start.)"""
+    packaged = Path(__file__).resolve().parents[1] / "builtin_profiles"
     if packaged.is_dir():
         return packaged
     return Path(__file__).resolve().parents[2] / "profiles"
