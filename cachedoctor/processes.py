@@ -10,9 +10,12 @@ from __future__ import annotations
 import os
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from cachedoctor.host import Host
-from cachedoctor.profiles.model import Profile
+
+if TYPE_CHECKING:
+    from cachedoctor.profiles.model import Profile
 
 
 @dataclass(frozen=True)
