@@ -63,6 +63,7 @@ def test_the_command_word_skips_global_options() -> None:
     assert command_word(["--help"]) is None and command_word([]) is None
     assert command_word(["scn"]) is None  # a typo: the whole CLI answers, with "did you mean"
     assert command_word(["--", "scan"]) is None
+    assert command_word(["-h", "scan"]) is None  # the root's help lists every command
 
 
 def test_every_command_is_in_the_table_and_listed_in_its_order_whatever_was_imported_first() -> None:

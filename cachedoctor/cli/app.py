@@ -87,7 +87,7 @@ def command_word(args: Sequence[str]) -> str | None:
             next(words, None)
         elif not word.startswith("-"):
             return word if word in COMMANDS else None
-        elif word == "--":
+        elif word in ("--", "-h", "--help"):  # `-h scan` is the whole CLI's help
             return None
     return None
 
