@@ -27,8 +27,10 @@ def atomic_write_bytes(
     Writes a temp file in the same folder, fsyncs it, renames it over the target and fsyncs the
     folder. The target's permission bits are kept unless `mode` is given.
     """
+    from cachedoctor import invoker
+
     target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    invoker.makedirs(target.parent)
     if mode is None:
         try:
             mode = target.stat().st_mode & 0o7777
@@ -46,6 +48,7 @@ def atomic_write_bytes(
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
+    invoker.give_back(target)  # under sudo, a file in the user's folder stays (or becomes) theirs
     fsync_dir(target.parent)
 
 

@@ -31,5 +31,7 @@ def journal_dir() -> Path:
 
 
 def ensure(path: Path) -> Path:
-    path.mkdir(parents=True, exist_ok=True)
+    from cachedoctor import invoker
+
+    invoker.makedirs(path)  # under sudo, the folders made are the user's (cachedoctor.invoker)
     return path

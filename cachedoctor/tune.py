@@ -78,12 +78,17 @@ class TunePlan:
     def creates(self) -> bool:
         return self.target is not None and self.before_text is None
 
+    @property
+    def sudo(self) -> list[str]:
+        """The commands sudo runs to write a file only root may (a browser's policy in /etc)."""
+        return root_step(self.target, removes=False)
+
     def to_json(self) -> dict[str, Any]:
         return {
             "tool": self.tool, "preset": self.preset.id, "format": self.format,
             "target": str(self.target) if self.target else None, "creates": self.creates,
             "already_tuned": self.already_tuned, "settings": [c.to_json() for c in self.changes],
-            "diff": self.diff, "effect": self.preset.effect,
+            "diff": self.diff, "effect": self.preset.effect, "sudo": self.sudo,
         }
 
 
@@ -117,6 +122,44 @@ class UndoResult:
         return {"undoes": self.change.id, "action": self.action, "file": self.file,
                 "diff": self.diff, "changed_since": self.changed_since, "reverted": self.reverted,
                 "skipped": self.skipped, "dry_run": self.dry_run, "change_id": self.change_id}
+
+
+# --- writing -----------------------------------------------------------------------------------
+
+
+def root_step(target: Path | None, *, removes: bool) -> list[str]:
+    """The sudo commands that write (or remove) `target` when only root may ([] otherwise)."""
+    from cachedoctor import rootfiles
+
+    if target is None:
+        return []
+    real = str(write_target(target))
+    if rootfiles.route(real) != "sudo":
+        return []
+    return [rootfiles.shown(rootfiles.remove_commands(real) if removes
+                            else rootfiles.write_commands(real))]
+
+
+def _write(target: Path, text: str) -> None:
+    """Write a tuned file; one only root may write (a browser's policy in /etc) through
+    `cachedoctor.rootfiles` (sudo), the rest of the tune staying the user's."""
+    from cachedoctor import rootfiles
+
+    real = str(write_target(target))
+    if rootfiles.route(real) == "direct":
+        write_text(target, text)
+    else:
+        rootfiles.write(real, text)
+
+
+def _remove(target: Path) -> None:
+    from cachedoctor import rootfiles
+
+    real = str(write_target(target))
+    if rootfiles.route(real) == "direct":
+        remove_file(target)
+    else:
+        rootfiles.remove(real)
 
 
 # --- targets -----------------------------------------------------------------------------------
@@ -193,7 +236,11 @@ def plan_tune(profile: Profile, preset_id: str | None, host: Host, *, file: str 
         if preset.workspace_file is not None and preset.file is None:
             raise UserInputError(f"preset {preset.id!r} edits a workspace file: pass --workspace DIR")
         raise UserInputError(f"preset {preset.id!r} names no file for {host.os}; pass --file PATH")
-    write_target(target)  # a link to nothing is refused before anything is planned
+    from cachedoctor import rootfiles
+
+    real = str(write_target(target))  # a link to nothing is refused before anything is planned
+    if rootfiles.route(real) == "none":
+        raise rootfiles.needs_root(real)
     before = read_text(target)
     if before is None and not preset.create:
         looked = [str(p) for p in _template_paths(preset, host)] if file is None and workspace is None else []
@@ -298,7 +345,7 @@ def apply_tune(plan: TunePlan, *, dry_run: bool = False) -> TuneResult:
             stamp = time.strftime("%Y%m%d-%H%M%S") + f"-{time.time_ns() % 1_000_000_000:09d}"
             backup = backup_dir() / f"{stamp}-{plan.tool}-{plan.preset.id}-{target.name}"
             atomic_write_bytes(backup, plan.before_text.encode("utf-8"), mode=0o600)
-        write_text(target, plan.after_text)
+        _write(target, plan.after_text)
         change_id = history.record(
             "tune", f"tune {plan.tool} --preset {plan.preset.id}: {target}", tool=plan.tool,
             before={
@@ -373,9 +420,9 @@ def undo_change(change: Change, *, dry_run: bool = False) -> UndoResult:
         if dry_run:
             return result
         if new_text is None:
-            remove_file(target)
+            _remove(target)
         else:
-            write_text(target, new_text)
+            _write(target, new_text)
         result.change_id = history.record(
             "tune", f"undo tune {change.id}: {file}", tool=change.tool, undoes=change.id,
             before={"file": file, "existed": True, "text": current, "sha256": sha256_text(current)},

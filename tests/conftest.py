@@ -1,7 +1,9 @@
 """Shared fixtures. Every test runs with its own HOME and XDG folders and with the scheduler
 doubles of tests/doubles/sandbox-bin first on PATH (`crontab` with a private spool, `systemctl`
-and `launchctl` that reach no manager), so nothing a test does (state, config, shell files,
-crontab, timers) can touch the real user's files or jobs. As root on Linux
+and `launchctl` that reach no manager, `sudo` that grants nothing unless a test gives it a
+sandbox), so nothing a test does (state, config, shell files, crontab, timers, root's steps)
+can touch the real user's files or jobs. A suite started with sudo does not pass sudo's
+variables on: cachedoctor would act for that user (cachedoctor.invoker). As root on Linux
 the whole session runs in a private mount namespace (see pytest_configure), so nothing a test
 mounts reaches the machine's mount table either."""
 
@@ -168,6 +170,8 @@ def isolated_home(
     ):
         monkeypatch.setenv(var, str(home / sub))
     monkeypatch.delenv("CACHEDOCTOR_PROFILES_DIR", raising=False)
+    for var in ("SUDO_USER", "SUDO_UID", "SUDO_GID", "SUDO_DOUBLE_ROOT", "SUDO_DOUBLE_LOG"):
+        monkeypatch.delenv(var, raising=False)
     if not IS_WINDOWS:  # the doubles are scripts; Windows has no cron, systemd or launchd
         monkeypatch.setenv("PATH", f"{SANDBOX_BIN}{os.pathsep}{os.environ.get('PATH', '')}")
         monkeypatch.setenv("CRONTAB_DOUBLE_SPOOL", str(tmp_path_factory.mktemp("crontabs")))

@@ -318,7 +318,7 @@ def test_policy_goes_to_hkcu_without_elevation_and_back(policy_registry: PolicyR
     win = Host("windows", {}, "C:\\Users\\ann")
     key = r"SOFTWARE\Policies\Google\Chrome"
     policy.check_supported(win, "chrome")  # no administrator needed
-    assert "for you only" in policy.describe("chrome", "DiskCacheDir", r"D:\c", win)
+    assert "for you only" in policy.describe("chrome", "DiskCacheDir", r"D:\c", win)[0]
     before = policy.read_current("chrome", "DiskCacheDir", win)
     policy.apply("chrome", "DiskCacheDir", r"D:\c", win)
     assert policy_registry.values[("HKEY_CURRENT_USER", key, "DiskCacheDir")] == r"D:\c"
@@ -343,7 +343,7 @@ def test_a_machine_policy_needs_an_administrator_and_says_it_applies_to_everyone
         policy.apply("edge", "DiskCacheDir", r"D:\e", win)
     policy_registry.admin = True
     policy.check_supported(win, "edge")
-    assert "every user of this computer" in policy.describe("edge", "DiskCacheDir", r"D:\e", win)
+    assert "every user of this computer" in policy.describe("edge", "DiskCacheDir", r"D:\e", win)[0]
     before = policy.read_current("edge", "DiskCacheDir", win)
     policy.apply("edge", "DiskCacheDir", r"D:\e", win)
     policy.revert("edge", "DiskCacheDir", before, win)

@@ -141,9 +141,31 @@ def run(argv: list[str] | None = None) -> int:
     command = build_command(completion.words_before_cursor() if completion.requested() else args)
     name, json_out = command_path(command, args)
     output.begin(name, json_out=json_out)
-    code = _run(command, args)
+    code = _run_for_invoking_user(command, args)
     output.finish(code)
     return code
+
+
+def _run_for_invoking_user(command: Any, argv: list[str]) -> int:
+    """Under sudo, the run acts for the user who typed it (`cachedoctor.invoker`): their home
+    and state, and cachedoctor's own files given back to them however the run ends."""
+    from cachedoctor import invoker
+    from cachedoctor.cli import output
+
+    try:
+        user = invoker.adopt()
+    except CachedoctorError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        output.add_error(exc.exit_code, exc.kind, exc.message, exc.hint)
+        return exc.exit_code
+    try:
+        return _run(command, argv)
+    finally:
+        if user is not None:
+            from cachedoctor.state import config_dir, log_dir, state_dir
+
+            for folder in (state_dir(), config_dir(), log_dir()):
+                invoker.give_back_tree(folder)
 
 
 def _run(command: Any, argv: list[str]) -> int:

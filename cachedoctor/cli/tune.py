@@ -59,6 +59,9 @@ def tune(
         if plan.preset.effect:
             say(f"effect: {plan.preset.effect}")
         print_diff(plan.diff)
+        for command in plan.sudo:
+            say(f"{where} needs root: only it is written as root, by sudo (it may ask for your "
+                f"password): `{command}`")
     if dry_run:
         if json_out:
             emit_json({**plan.to_json(), "applied": False})
@@ -99,6 +102,14 @@ def _undo(profile: object, preset: str | None, host: object, *, file: str | None
                  + (f"; left alone (edited since): {', '.join(preview.skipped)}" if preview.skipped else ""))
         info(f"undo ({preview.action}) of change {preview.change.id}:")
         print_diff(preview.diff)
+        from pathlib import Path
+
+        from cachedoctor.tune import root_step
+
+        for command in root_step(Path(preview.file) if preview.file else None,
+                                 removes=preview.action == "delete-created-file"):
+            info(f"{preview.file} needs root: only it is written as root, by sudo (it may ask "
+                 f"for your password): `{command}`")
     if dry_run:
         if json_out:
             emit_json(preview.to_json())

@@ -1,7 +1,9 @@
 """Browser `DiskCacheDir` policies: the one seam for where and how a managed policy is written.
 
-Linux (and WSL): cachedoctor's own file `cachedoctor.json` in the browser's managed-policy folder
-(needs root). `CACHEDOCTOR_SYSTEM_ROOT` prefixes system folders, for tests only.
+Linux (and WSL): cachedoctor's own file `cachedoctor.json` in the browser's managed-policy folder.
+That needs root: the command runs as the user and only this write is root's, done through
+`cachedoctor.rootfiles` (directly as root, else by sudo, shown in the plan).
+`CACHEDOCTOR_SYSTEM_ROOT` prefixes system folders, for tests only.
 Windows: a registry value under `Software\\Policies\\...`. Chromium reads both hives, machine
 first (policy_loader_win.cc `kHives`), so the per-user `HKCU` value is written, which needs no
 administrator; only when `HKLM` already sets the policy (and would win) is `HKLM` the one to
@@ -21,7 +23,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from cachedoctor.drives import nearest_existing
 from cachedoctor.errors import OperationFailed, RefusedError
 from cachedoctor.host import Host
 from cachedoctor.policies import REGISTRY_KEYS, own_policy_file
@@ -86,11 +87,20 @@ def target(browser: str, policy: str, value: str = "") -> RegistryValue:
     return registry_value(browser, policy, value, HKCU)
 
 
-def describe(browser: str, policy: str, value: str, host: Host) -> str:
+def describe(browser: str, policy: str, value: str, host: Host) -> list[str]:
     if host.is_windows:
         where = target(browser, policy, value)
-        return f"set the registry value {where.display()} ({where.scope})"
-    return f"write {policy} = {value!r} into {policy_file(browser)}"
+        return [f"set the registry value {where.display()} ({where.scope})"]
+    from cachedoctor import rootfiles
+
+    file = policy_file(browser)
+    lines = [f"write {policy} = {value!r} into {file}"]
+    if rootfiles.route(file) == "sudo":
+        lines.append("only that file is written as root, by sudo (it may ask for your password): "
+                     f"`{rootfiles.shown(rootfiles.write_commands(file))}`; a restore runs the "
+                     f"same, or `{rootfiles.shown(rootfiles.remove_commands(file))}` when nothing "
+                     "else is left in the file")
+    return lines
 
 
 def check_supported(host: Host, browser: str, policy: str = "DiskCacheDir") -> None:
@@ -111,13 +121,11 @@ def check_supported(host: Host, browser: str, policy: str = "DiskCacheDir") -> N
                 f"cannot write {where.hive}\\{where.key} (access denied); nothing was changed",
                 hint="run the command from an administrator terminal, or use --method link")
         return
+    from cachedoctor import rootfiles
+
     file = policy_file(browser)
-    existing = nearest_existing(os.path.dirname(file))
-    if not os.access(existing, os.W_OK):
-        raise RefusedError(
-            f"writing the browser policy file {file} needs root",
-            hint="run the same command with sudo, or use --method link",
-        )
+    if rootfiles.route(file) == "none":  # with sudo, only that one step runs as root
+        raise rootfiles.needs_root(file, alternative=", or use --method link")
 
 
 def read_current(browser: str, policy: str, host: Host) -> str | None:
@@ -140,7 +148,7 @@ def apply(browser: str, policy: str, value: str, host: Host) -> None:
         where = target(browser, policy, value)
         _registry_call(where, lambda reg: reg.write(where.hive, where.key, policy, value))
         return
-    from cachedoctor.fsutil import atomic_write_text
+    from cachedoctor import rootfiles
 
     file = policy_file(browser)
     data: dict[str, Any] = {}
@@ -152,8 +160,7 @@ def apply(browser: str, policy: str, value: str, host: Host) -> None:
     except (FileNotFoundError, ValueError):
         pass
     data[policy] = value
-    os.makedirs(os.path.dirname(file), mode=0o755, exist_ok=True)
-    atomic_write_text(file, json.dumps(data, indent=2) + "\n", mode=0o644)
+    rootfiles.write(file, json.dumps(data, indent=2) + "\n")
 
 
 def revert(browser: str, policy: str, before: str | None, host: Host) -> None:
@@ -166,7 +173,7 @@ def revert(browser: str, policy: str, before: str | None, host: Host) -> None:
         else:
             _registry_call(where, lambda reg: reg.write(hive, where.key, policy, old))
         return
-    from cachedoctor.fsutil import atomic_write_text
+    from cachedoctor import rootfiles
 
     # Only our policy goes back: the file may have been edited since (a tune, its undo), and
     # those edits stay. When what remains is what was there, the old text comes back exactly.
@@ -175,6 +182,8 @@ def revert(browser: str, policy: str, before: str | None, host: Host) -> None:
         with open(target, encoding="utf-8") as fh:
             current = _json_object(fh.read())
     except FileNotFoundError:
+        if os.path.lexists(target + rootfiles.NEW_SUFFIX):  # a write interrupted half-way
+            rootfiles.remove(target)
         return
     was = _json_object(before) if before is not None else None
     wanted = dict(current)
@@ -183,11 +192,11 @@ def revert(browser: str, policy: str, before: str | None, host: Host) -> None:
     else:
         wanted.pop(policy, None)
     if before is not None and was == wanted:
-        atomic_write_text(target, before, mode=0o644)
+        rootfiles.write(target, before)
     elif wanted:
-        atomic_write_text(target, json.dumps(wanted, indent=2) + "\n", mode=0o644)
+        rootfiles.write(target, json.dumps(wanted, indent=2) + "\n")
     else:
-        os.unlink(target)
+        rootfiles.remove(target)
 
 
 def _json_object(text: str) -> dict[str, Any]:

@@ -55,7 +55,7 @@ class PolicyMethod(RelocationMethod):
         from cachedoctor.relocate import policy
 
         s = op.settings
-        return [policy.describe(s["browser"], s["policy"], s["value"], host)]
+        return policy.describe(s["browser"], s["policy"], s["value"], host)
 
     def apply(self, op: Operation, host: Host, save: SaveCallback) -> list[str]:
         from cachedoctor.relocate import policy
