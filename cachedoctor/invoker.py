@@ -122,7 +122,8 @@ def give_back(path: str | os.PathLike[str]) -> None:
         return
     with contextlib.suppress(OSError):
         path = os.fspath(path)
-        if os.lstat(path).st_uid == 0 and os.lstat(os.path.dirname(os.path.abspath(path))).st_uid == user.uid:
+        if (_made_by_this_run(os.lstat(path))
+                and os.lstat(os.path.dirname(os.path.abspath(path))).st_uid == user.uid):
             os.chown(path, user.uid, user.gid, follow_symlinks=False)
 
 
@@ -156,5 +157,13 @@ def give_back_tree(root: str | os.PathLike[str]) -> None:
         for name in dirs + files:
             with contextlib.suppress(OSError):
                 entry = os.path.join(folder, name)
-                if os.lstat(entry).st_uid == 0:
+                if _made_by_this_run(os.lstat(entry)):
                     os.chown(entry, user.uid, user.gid, follow_symlinks=False)
+
+
+def _made_by_this_run(st: os.stat_result) -> bool:
+    """Root's, and not a hard link: a second name in the user's folder could be a root file
+    from elsewhere (/etc/shadow) that the user linked there to be given it."""
+    import stat
+
+    return st.st_uid == 0 and (stat.S_ISDIR(st.st_mode) or st.st_nlink == 1)

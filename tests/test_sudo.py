@@ -162,3 +162,23 @@ def test_inconsistent_sudo_variables_are_refused(sudo_run: dict[str, Any], chang
     [error] = envelope_of(done.stdout)["errors"]
     assert error["code"] == 2 and message in error["message"]
     assert owners(sudo_run["root_home"]) == {".": 0} and owners(sudo_run["home"]) == {".": 0}
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="giving files to another user needs root")
+def test_a_hard_link_planted_in_the_state_folder_is_not_given_away(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cachedoctor import invoker
+
+    home, elsewhere = tmp_path / "home", tmp_path / "etc"
+    state = home / ".local" / "state" / "cachedoctor"
+    state.mkdir(parents=True)
+    elsewhere.mkdir()
+    os.chown(home, UID, GID)
+    secret = elsewhere / "shadow"
+    secret.write_text("root's")
+    os.link(secret, state / "planted")  # what a user could link there to be given it
+    (state / "history.sqlite").write_text("made by this run")
+    monkeypatch.setattr(invoker, "_acting_for", invoker.InvokingUser("cdtest", UID, GID, str(home)))
+    invoker.give_back_tree(state)
+    assert (state / "history.sqlite").stat().st_uid == UID and state.stat().st_uid == UID
+    assert secret.stat().st_uid == 0
