@@ -27,6 +27,7 @@ from common import (
     machine,
     median,
     paired_medians,
+    result_of,
 )
 
 PROFILE = """\
@@ -76,7 +77,7 @@ def main() -> None:
                    XDG_CONFIG_HOME=str(Path(tmp) / "config"), XDG_STATE_HOME=str(Path(tmp) / "state"))
         check = subprocess.run([*cd, "doctor", "benchdemo", "--json"], capture_output=True,
                                text=True, env=env)
-        found = json.loads(check.stdout)["findings"]
+        found = result_of(check.stdout)["findings"]
         assert [f["check"] for f in found if f["check"] == "over-quota"], check.stderr
         quota = paired_medians({
             "doctor benchdemo": [*cd, "doctor", "benchdemo", "--json"],

@@ -40,6 +40,7 @@ from common import (
     machine,
     median,
     paired_medians,
+    result_of,
 )
 
 
@@ -55,7 +56,7 @@ def scan_totals(tree: Path) -> tuple[int, int, int]:
     out = subprocess.run([*cachedoctor_argv(), "scan", "--path", str(tree), "--json"],
                          capture_output=True, text=True,
                          env=bench_env())
-    entry = json.loads(out.stdout)["entries"][0]
+    entry = result_of(out.stdout)["entries"][0]
     return entry["bytes"], entry["apparent_bytes"], entry["inodes"]
 
 

@@ -42,6 +42,7 @@ from common import (
     machine,
     median,
     paired_medians,
+    result_of,
 )
 
 SHAPES = ("node", "rust", "python", "gradle", "mixed")
@@ -223,7 +224,7 @@ def du_bytes(path: str) -> int:
 def check(tree: Path, expected: list[str]) -> tuple[bool, list[str]]:
     out = subprocess.run([*cachedoctor_argv(), "sweep", str(tree), "--dry-run", "--json"],
                          capture_output=True, text=True, env=bench_env())
-    doc = json.loads(out.stdout)["result"]
+    doc = result_of(out.stdout)
     found = {o["path"]: o for o in doc["outputs"]}
     problems = []
     if sorted(found) != expected:

@@ -36,7 +36,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from common import cachedoctor_argv, machine  # noqa: E402
+from common import cachedoctor_argv, machine, result_of  # noqa: E402
 
 DAY = 86400.0
 
@@ -144,7 +144,7 @@ def main() -> int:
             hub = fresh(template, home)
             env = env_for(home)
             t_ls, out = timed([*cd, "ls", "huggingface", "--location", "hub", "--json"], env)
-            units = json.loads(out)["result"]["locations"][0]["units"]
+            units = result_of(out)["locations"][0]["units"]
             t_hf, out = timed([hf, "cache", "ls", "--revisions", "--json", "--cache-dir",
                                str(hub)], env)
             t_du, _ = timed(["du", "-s", str(hub)], env)
@@ -173,7 +173,7 @@ def main() -> int:
                             if who == "hf" else ["rm", "-rf", *folders])
                 seconds, out = timed(argv, env)
                 if what == "half" and who == "cachedoctor":
-                    (result,) = [r for r in json.loads(out)["results"] if r["location"] == "hub"]
+                    (result,) = [r for r in result_of(out)["results"] if r["location"] == "hub"]
                     evicted = result["units_removed"]
                     facts["half_evicted_units"] = len(evicted)
                     facts["half_freed_bytes"] = result["bytes"]

@@ -32,6 +32,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE / ".data"  # git-ignored
@@ -192,6 +193,11 @@ def busy_core(enabled: bool = True) -> Iterator[None]:
     finally:
         spinner.kill()
         spinner.wait()
+
+
+def result_of(stdout: str) -> Any:
+    """The `result` of a `--json` run's envelope (docs/json.md)."""
+    return json.loads(stdout)["result"]
 
 
 def median(samples: Sequence[float]) -> float:
