@@ -34,6 +34,14 @@ def read_head(name: str, limit: int, *, dir_fd: int | None = None) -> bytes | No
     except (OSError, ValueError):
         return None
     try:
+        return read_open(fd, limit)
+    finally:
+        os.close(fd)
+
+
+def read_open(fd: int, limit: int) -> bytes | None:
+    """The first `limit` bytes of the open `fd` when it is a regular file, else None."""
+    try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
         chunks: list[bytes] = []
@@ -47,8 +55,6 @@ def read_head(name: str, limit: int, *, dir_fd: int | None = None) -> bytes | No
         return b"".join(chunks)
     except OSError:
         return None
-    finally:
-        os.close(fd)
 
 
 def is_tag(head: bytes | None) -> bool:

@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from cachedoctor.fs import kinds, seam
 from cachedoctor.fs.posix import flocked_inodes, mount_id
 from cachedoctor.fs.seam import InUseError
-from cachedoctor.fs.walk import Frame, Task, TreeWalk
+from cachedoctor.fs.walk import Frame, Task, TreeWalk, usable_cpus
 
 if TYPE_CHECKING:
     from cachedoctor.trash import Trasher
@@ -226,11 +226,7 @@ def _worker_count(requested: int | None, no_fork: bool, ops: seam.Ops) -> int:
         return 0
     if requested is not None:
         return max(1, requested)
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - Linux always has it
-        cpus = os.cpu_count() or 1
-    return max(2, min(cpus, MAX_WORKERS))
+    return max(2, min(usable_cpus(), MAX_WORKERS))
 
 
 class _Deleter(TreeWalk):

@@ -10,7 +10,7 @@ descriptor, and this module's loop stats every name relative to it (`os.listdir(
 `os.lstat(name, dir_fd=fd)`, i.e. `fstatat`), so the kernel never re-walks a full path; no
 object per entry beyond its name and stat result; totals live in local variables; the cyclic
 garbage collector is paused. Big trees are shared among forked workers (one per usable CPU,
-at most `MAX_WORKERS`): the parent walks the top breadth-first until enough folders are
+at most `fs.walk.MAX_WORKERS`): the parent walks the top breadth-first until enough folders are
 queued, the workers take slices of them and send progress and totals back; hard-linked
 inodes (nlink > 1, the only ones remembered, so memory stays flat) are merged across workers so
 the totals stay exact. A worker that dies leaves its share to the parent.
@@ -27,16 +27,14 @@ listed in `errors` and makes the result `partial`.
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import os
-import sys
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from cachedoctor.fs import kinds, seam
 from cachedoctor.fs.walk import Frame, Task, TreeWalk, join_rel
+from cachedoctor.fs.walk import worker_count as _worker_count  # (the tests replace it)
 
 ProgressCallback = Callable[[int, int], None]  # (entries so far, allocated bytes so far)
 
@@ -46,7 +44,6 @@ MIN_PARALLEL_ENTRIES = 4096
 FOLDERS_PER_WORKER = 8
 # ...but forks anyway (if there are at least 2 folders queued) after this many entries.
 MAX_PARENT_ENTRIES = 65536
-MAX_WORKERS = 8
 PROGRESS_EVERY = 2048  # entries between progress reports
 
 _VANISHED = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP})
@@ -157,18 +154,6 @@ def measure(path: str, *, one_file_system: bool = False,
     if kinds.is_real_dir(top):
         _Measure(path, ops, tally, one_file_system, on_progress, workers).run()
     return tally.result(path, ops.block_unit)
-
-
-def _worker_count(requested: int | None, ops: seam.Ops) -> int:
-    if not ops.can_fork:
-        return 1
-    if requested is not None:
-        return max(1, requested)
-    cpus = os.cpu_count() or 1
-    if sys.platform == "linux":
-        with contextlib.suppress(OSError):
-            cpus = len(os.sched_getaffinity(0))
-    return max(1, min(cpus, MAX_WORKERS))
 
 
 class _Measure(TreeWalk):

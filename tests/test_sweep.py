@@ -15,6 +15,7 @@ import pytest
 from cachedoctor.errors import RefusedError, UserInputError
 from cachedoctor.host import Host
 from cachedoctor.sweep import finder
+from cachedoctor.sweep.finder import Passed
 from cachedoctor.sweep.kinds import KINDS, parse_kinds
 from cachedoctor.sweep.plan import SweepPolicy, execute_sweep, plan_sweep
 from tests.conftest import (
@@ -286,16 +287,16 @@ def test_sizes_match_du_on_a_mixed_tree_in_parallel_and_in_one_process(
                 tmp_path / f"r{i}" / "target" / "twice.bin")
     monkeypatch.setattr(finder, "MIN_PARENT_ENTRIES", 0)
     monkeypatch.setattr(finder, "TASKS_PER_WORKER", 1)
-    shared: list[bool] = []
-    share = finder._Walk._share
+    outcomes: list[bool | None] = []
+    finished = finder._Finder._task_finished
 
-    def spy(walk: finder._Walk, tasks: list, workers: int) -> bool:  # type: ignore[type-arg]
-        shared.append(share(walk, tasks, workers))
-        return shared[-1]
+    def spy(walk: finder._Finder, task: object, outcome: bool | None) -> None:
+        outcomes.append(outcome)
+        finished(walk, task, outcome)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(finder._Walk, "_share", spy)
+    monkeypatch.setattr(finder._Finder, "_task_finished", spy)
     forked = finder.survey(str(tmp_path), workers=2)
-    assert shared == [True]  # the workers walked it (and reported back)
+    assert outcomes and None not in outcomes  # the workers walked it (and reported back)
     single = finder.survey(str(tmp_path), workers=1)
     assert len(forked.outputs) == 12
     for path, output in forked.outputs.items():
@@ -305,19 +306,41 @@ def test_sizes_match_du_on_a_mixed_tree_in_parallel_and_in_one_process(
     assert forked.activity() == single.activity()
 
 
-def test_path_based_walk_finds_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Windows walk (paths, no dir_fd) behind the same seam, run here through the same
-    tree: links are links (os.lstat), folders are re-checked before being listed."""
+def test_the_windows_walk_finds_the_same(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same walk through the Windows seam (paths, no dir_fd; tests/doubles/windows.py):
+    links and junctions are links, never entered; sizes are apparent bytes (Windows reports
+    no allocation), hard links inside an output counted once (identity from lstat)."""
+    from tests import doubles
+
     node_project(tmp_path / "n")
     os.symlink(tmp_path / "n" / "node_modules", tmp_path / "n" / "src" / "node_modules")
+    os.link(tmp_path / "n" / "node_modules" / "dep" / "sub0" / "file0.bin",
+            tmp_path / "n" / "node_modules" / "dep" / "twice.bin")
     write(tmp_path / "py" / "m.py", "x")
     write(tmp_path / "py" / "__pycache__" / "m.cpython-311.pyc", "x")
+    write(tmp_path / "n" / ".gitignore", "dist\n")  # read through the seam: dist/ is an output
+    fill(tmp_path / "n" / "dist")
+    write(tmp_path / "tag" / "CACHEDIR.TAG", TAG)
+    (tmp_path / "tag" / ".ruff_cache").mkdir()  # its tag a link: not read, not an output
+    os.symlink(tmp_path / "tag" / "CACHEDIR.TAG", tmp_path / "tag" / ".ruff_cache" / "CACHEDIR.TAG")
+    write(tmp_path / "j" / "package.json", "{}")
     fd_walk = finder.survey(str(tmp_path), workers=1)
-    monkeypatch.setattr(finder, "_seam", finder._WindowsSeam)
-    path_walk = finder.survey(str(tmp_path), workers=1)
-    assert {p: o.bytes for p, o in path_walk.outputs.items()} == {
-        p: o.bytes for p, o in fd_walk.outputs.items()}
-    assert path_walk.passed == fd_walk.passed
+    with doubles.installed("windows", tmp_path_factory.mktemp("windows-double"),
+                           monkeypatch) as api:
+        api.make_junction(tmp_path / "j" / "node_modules", tmp_path / "n" / "node_modules")
+        path_walk = finder.survey(str(tmp_path), workers=2)  # no fork there: one process
+    assert len(path_walk.outputs) == 3
+    assert {p: (o.kind, o.files, o.dirs) for p, o in path_walk.outputs.items()} == {
+        p: (o.kind, o.files, o.dirs) for p, o in fd_walk.outputs.items()}
+    for path, output in path_walk.outputs.items():
+        sizes = {(st.st_dev, st.st_ino): st.st_size for st in (
+            os.lstat(os.path.join(d, f)) for d, _, fs in os.walk(path) for f in fs)}
+        assert output.bytes == sum(sizes.values()), path
+    link = str(tmp_path / "j" / "node_modules")
+    assert [p for p in path_walk.passed if p.path != link] == fd_walk.passed
+    assert Passed(link, "node_modules", "a link: never followed") in path_walk.passed
+    assert str(tmp_path / "tag" / ".ruff_cache") in {p.path for p in fd_walk.passed}
 
 
 # --- sources, git, safety ---------------------------------------------------------------------

@@ -1,5 +1,5 @@
 """fs.walk.fork_worker: a signal between a worker's fork and its registration never leaves
-the worker running (the walker and sweep's finder fork through it)."""
+the worker running (every forked walk forks through it: measure, the deleter, sweep's finder)."""
 
 from __future__ import annotations
 

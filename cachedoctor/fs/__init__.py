@@ -12,7 +12,8 @@ Everything cachedoctor does to a folder tree goes through here:
   seen when it was listed), bounded depth with a clear message instead of a RecursionError,
   optional forked workers on Linux; `cachedoctor.walker.measure` (du-exact sizes),
   `cachedoctor.safedelete.clean_tree` (the one deleter; `remove_tree` is built on it),
-  `survey`, `copy` and `verify` are visitors of it;
+  `survey`, `copy`, `verify`, the unit listing (`cachedoctor.cacheunits.tree`) and sweep's
+  finder (`cachedoctor.sweep.finder`) are visitors of it;
 * `probe` — what a destination filesystem can hold, tried once in a temporary folder there.
 
 Modules here import nothing heavy: commands that never touch a tree do not load them.

@@ -19,6 +19,7 @@ import stat
 import sys
 from typing import Any
 
+from cachedoctor.cachedirtag import read_head
 from cachedoctor.fs.kinds import LinkKind
 from cachedoctor.fs.seam import Ops
 
@@ -101,6 +102,9 @@ class PosixOps(Ops):
 
     def access(self, name: str, mode: int, *, dir_fd: int) -> bool:
         return os.access(name, mode, dir_fd=dir_fd)
+
+    def read_head(self, name: str, limit: int, *, dir_fd: int) -> bytes | None:
+        return read_head(name, limit, dir_fd=dir_fd)  # O_NOFOLLOW | O_NONBLOCK, then fstat
 
     # metadata
     def finish_file(self, fd: int, name: str, dir_fd: int, st: Any, *, modes: bool,

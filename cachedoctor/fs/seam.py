@@ -89,6 +89,11 @@ class Ops:
     def access(self, name: str, mode: int, *, dir_fd: int) -> bool:
         raise NotImplementedError
 
+    def read_head(self, name: str, limit: int, *, dir_fd: int) -> bytes | None:
+        """The first `limit` bytes of the regular file `name`, never through a link; None
+        when it is something else or cannot be read (a marker file: absent is an answer)."""
+        raise NotImplementedError
+
     # --- metadata --------------------------------------------------------------------------
     def finish_file(self, fd: int, name: str, dir_fd: int, st: Any, *, modes: bool,
                     owner: bool) -> None:

@@ -2,8 +2,8 @@
 
 A walk keeps a stack of `Frame`s, one per folder from the root down to where it is; each holds
 the folder's descriptor and its names (listed once). A visitor (`measure`, the deleter, the
-survey, the copier, the verifier) subclasses `TreeWalk` and writes one hot loop, `_scan`, over
-a folder's names; for a subfolder it calls `_open`, which
+survey, the copier, the verifier, the unit listing, sweep's finder) subclasses `TreeWalk` and
+writes one hot loop, `_scan`, over a folder's names; for a subfolder it calls `_open`, which
 
 * refuses another device (unless the visitor walks across mounts) and, where a mount lies below
   the root, another mount of the same device (Linux mount ids: a bind mount keeps st_dev);
@@ -12,6 +12,11 @@ a folder's names; for a subfolder it calls `_open`, which
   link or another folder in between is not entered (no check-then-use race);
 * stops at `MAX_DEPTH` levels with a clear reason instead of a RecursionError or running out of
   descriptors (the soft RLIMIT_NOFILE is raised towards the hard one when a deep tree needs it).
+
+What a visitor decides about a subfolder while listing its parent travels with it: `_open`
+(and a deferred `Task`) gives the new frame that `data` (sweep's finder: the subtree is inside
+a build output and is counted, not searched). `_open_listed` opens a subfolder with the same
+identity check without entering it, for a visitor that looks inside before it decides.
 
 After a folder's last entry the walk closes it and calls `_done(parent, child)` (post-order:
 the deleter removes it there, the copier sets its times). On Linux a big tree can be shared
@@ -39,6 +44,7 @@ from typing import Any
 from cachedoctor.fs import seam
 from cachedoctor.fs.seam import Ops
 
+MAX_WORKERS = 8  # forked workers of a walk that counts (measure, sweep's finder) at the most
 MAX_DEPTH = 2048  # folders below the root; deeper trees get a clear "too deep", not a crash
 TASKS_PER_WORKER = 8  # the parent opens folders breadth-first until this many per worker wait
 MAX_EXPAND_DEPTH = 4  # ...but never deeper than this below the root
@@ -71,19 +77,22 @@ class Frame:
         self.depth = depth
         self.st = st
         self.data: Any = None
-        self.pending: list[tuple[str, Any]] | None = None
+        self.pending: list[tuple[Any, ...]] | None = None  # (name, lstat, ...) still to walk
 
 
 class Task:
-    """A folder left for later (a worker, a thread): its parent frame, name and listed lstat."""
+    """A folder left for later (a worker, a thread): its parent frame, name and listed lstat,
+    and the `data` its frame starts with (what the visitor decided about it while listing
+    the parent: sweep's finder, whether it is inside a build output)."""
 
-    __slots__ = ("name", "parent", "rel", "st")
+    __slots__ = ("data", "name", "parent", "rel", "st")
 
-    def __init__(self, parent: Frame, name: str, rel: str, st: Any) -> None:
+    def __init__(self, parent: Frame, name: str, rel: str, st: Any, data: Any = None) -> None:
         self.parent = parent
         self.name = name
         self.rel = rel
         self.st = st
+        self.data = data
 
 
 def join_rel(rel: str, name: str) -> str:
@@ -195,8 +204,23 @@ class TreeWalk:
     def path_of(self, rel: str) -> str:
         return os.path.join(self.root, rel) if rel else self.root
 
-    def _open(self, parent: Frame, name: str, rel: str, st: Any) -> Frame | None:
-        """Enter a subfolder listed with lstat `st` (see the module docstring)."""
+    def _open_listed(self, name: str, dir_fd: int, st: Any) -> tuple[int, Any] | None:
+        """Open the subfolder `name` of `dir_fd` if it is still the folder its listing showed
+        (lstat `st`): its descriptor and fstat, or None when it was replaced (a link, another
+        folder; closed again). OSError as `Ops.open_dir` raises it. For a visitor that looks
+        into a folder before deciding whether to enter it, and for `_open`."""
+        ops = self.ops
+        fd = ops.open_dir(name, dir_fd)
+        opened = ops.fstat(fd)
+        if (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino):
+            ops.close(fd)
+            return None
+        return fd, opened
+
+    def _open(self, parent: Frame, name: str, rel: str, st: Any,
+              data: Any = None) -> Frame | None:
+        """Enter a subfolder listed with lstat `st` (see the module docstring); its frame
+        starts with `data`."""
         if self.same_device and st.st_dev != self.root_dev:
             self._skip(rel, "other filesystem", "a mount point; not entered")
             return None
@@ -210,25 +234,23 @@ class TreeWalk:
                 self._skip(rel, "too deep", f"{parent.depth + 1} folders below {self.root}: "
                            "more than the open-file limit allows (ulimit -n); not entered")
                 return None
-        ops = self.ops
         try:
-            fd = ops.open_dir(name, parent.fd)
+            listed = self._open_listed(name, parent.fd, st)
         except OSError as exc:
-            if exc.errno in _GONE:
-                self._skip(rel, "changed", "replaced while walking; not entered")
-            else:
+            if exc.errno not in _GONE:
                 self._error(rel, exc)
-            return None
-        opened = ops.fstat(fd)
-        if (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino):
-            ops.close(fd)
+                return None
+            listed = None
+        if listed is None:
             self._skip(rel, "changed", "replaced while walking; not entered")
             return None
-        if self.root_mnt is not None and ops.mount_id(fd) != self.root_mnt:
-            ops.close(fd)  # a bind mount of the same filesystem (same st_dev): another folder
+        fd, opened = listed
+        if self.root_mnt is not None and self.ops.mount_id(fd) != self.root_mnt:
+            self.ops.close(fd)  # a bind mount of the same filesystem (same st_dev): another folder
             self._skip(rel, "other filesystem", "a mount point; not entered")
             return None
         frame = Frame(fd, rel, name, [], parent.selected_all, depth=parent.depth + 1, st=opened)
+        frame.data = data
         self._enter(parent, frame, st)
         return frame
 
@@ -306,7 +328,7 @@ class TreeWalk:
             parent = Frame(parent.fd, parent.rel, parent.name, [], parent.selected_all, False,
                            parent.depth, parent.st)
         before = parent.deleted
-        child = self._open(parent, task.name, task.rel, task.st)
+        child = self._open(parent, task.name, task.rel, task.st, task.data)
         if child is None:
             self._unopened(parent)
         else:
@@ -354,7 +376,7 @@ class TreeWalk:
                    and len(opened) < MAX_EXPAND_FOLDERS
                    and queue[0].parent.depth < MAX_EXPAND_DEPTH):
                 task = queue.popleft()
-                child = self._open(task.parent, task.name, task.rel, task.st)
+                child = self._open(task.parent, task.name, task.rel, task.st, task.data)
                 if child is None:
                     self._unopened(task.parent)
                     continue
@@ -488,6 +510,23 @@ class TreeWalk:
         return 0
 
     send: Any = None  # in a worker: send(kind, payload) to the parent
+
+
+def worker_count(requested: int | None, ops: Ops, most: int = MAX_WORKERS) -> int:
+    """Forked workers for a walk: 1 (none) where the seam cannot fork; `requested` when
+    given; else one per usable CPU, at most `most`."""
+    if not ops.can_fork:
+        return 1
+    if requested is not None:
+        return max(1, requested)
+    return max(1, min(usable_cpus(), most))
+
+
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity mask, where the OS has one)."""
+    with contextlib.suppress(AttributeError, OSError):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 def fork_worker(work: Callable[[], int], register: Callable[[int], None]) -> int:

@@ -40,6 +40,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from cachedoctor.cachedirtag import read_open
 from cachedoctor.fs import kinds
 from cachedoctor.fs.kinds import LinkKind
 from cachedoctor.fs.seam import InUseError, Ops
@@ -234,6 +235,21 @@ class WindowsOps(Ops):
 
     def access(self, name: str, mode: int, *, dir_fd: int) -> bool:
         return True  # os.access checks only the read-only flag here; reading itself decides
+
+    def read_head(self, name: str, limit: int, *, dir_fd: int) -> bytes | None:
+        """No O_NOFOLLOW on Windows: the entry is looked at first (a link is not read)."""
+        path = long_path(self._join(dir_fd, name))
+        try:
+            st = self.api.lstat(path)
+            if kinds.is_link(st) or not stat.S_ISREG(st.st_mode):
+                return None
+            fd: int = self.api.open(path, os.O_RDONLY | _O_BINARY, 0)
+        except OSError:
+            return None
+        try:
+            return read_open(fd, limit)
+        finally:
+            os.close(fd)
 
     def finish_file(self, fd: int, name: str, dir_fd: int, st: Any, *, modes: bool,
                     owner: bool) -> None:

@@ -15,18 +15,22 @@ What the walk does per folder:
   nothing. A `.git` folder inside (a repository, not a build output) or another filesystem is
   not entered and noted: the plan refuses such outputs.
 
-Links are never followed: a link named like an output is noted and left alone. Folders are
-opened with O_NOFOLLOW relative to nothing but their own path, and their (st_dev, st_ino) must
-be the ones the listing of their parent showed, so a folder swapped for a link (or another
-folder) between listing and opening is skipped.
+It is a visitor of the one walker (`fs.walk.TreeWalk`, through the OS seam `fs.seam`): each
+folder's frame carries where it is (its project, the .gitignore names above it, the output it
+is part of), decided while its parent is listed, so a subtree switches to counting as soon as
+its top is recognised. Links are never followed: a link named like an output is noted and
+left alone. Folders are opened relative to their parent's descriptor and must be the folder
+the parent's listing showed (the walker's check), so one swapped for a link or another folder
+in between is skipped; a candidate is looked into the same way before it is decided on, and
+marker files are read through the seam (`Ops.read_head`: a regular file, never a link).
 
 How it is fast (Linux): names come from `os.listdir(fd)` (no DirEntry objects), one `lstat`
-per entry, no object per entry; the cyclic garbage collector is paused; the parent walks the
-top of the tree breadth-first until it has enough folders queued, then forks workers (one per
-usable CPU) which take folders from a shared pipe and walk each subtree depth-first; their
-findings come back pickled and are merged (hard links across workers included). If a worker
-fails, the parent walks everything it had shared itself. Elsewhere the walk runs in one process;
-on Windows it is path-based (no dir_fd) and reparse points (junctions, symlinks) are links.
+per entry relative to the folder's descriptor, no object per entry; the cyclic garbage
+collector is paused; on a big tree the walker shares the top among forked workers (one per
+usable CPU), which send their findings back to be merged (hard links across workers
+included); a worker that fails leaves its folders to the parent. Elsewhere the walk runs in one
+process; on Windows the seam is path-based, reparse points (junctions, symlinks) are links,
+sizes are apparent bytes, and identity (hard links) inside outputs comes from `lstat`.
 """
 
 from __future__ import annotations
@@ -34,16 +38,13 @@ from __future__ import annotations
 import contextlib
 import errno
 import fnmatch
-import gc
 import os
-import sys
-from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cachedoctor.cachedirtag import read_head
-from cachedoctor.safedelete import is_reparse_point
+from cachedoctor.fs import seam
+from cachedoctor.fs.walk import Frame, Task, TreeWalk, join_rel, worker_count
 from cachedoctor.sweep.kinds import (
     BY_FOLDER,
     NOT_ACTIVITY,
@@ -56,19 +57,13 @@ from cachedoctor.sweep.kinds import (
 ProgressCallback = Callable[[int, int], None]  # (entries seen, bytes of outputs found)
 
 _IFLNK = 0o120000  # (the hot loops spell S_IFMT and S_IFDIR out: no global look-ups)
-_WINDOWS = os.name == "nt"
-_DIR_FLAGS = (
-    os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-)
+_SEP = os.sep
 _VANISHED = frozenset({errno.ENOENT, errno.ENOTDIR, errno.ELOOP})
-_HAS_BLOCKS = hasattr(os.stat_result, "st_blocks")
 NEVER = float("-inf")
 
 TASKS_PER_WORKER = 16  # the parent walks breadth-first until this many folders per worker...
 MIN_PARENT_ENTRIES = 4096  # ...and at least this many entries (a small tree: one process)
 MAX_PARENT_ENTRIES = 65536  # ...but shares what it has after this many
-MAX_WORKERS = 8
 PROGRESS_EVERY = 4096  # entries between progress reports
 GITIGNORE_LIMIT = 64 * 1024
 
@@ -192,188 +187,210 @@ class Survey:
         self.entries += other.entries
 
 
-# A folder to walk: path, (st_dev, st_ino) from its parent's listing, the project it is in,
-# the names .gitignore files above it ignore at any depth, and the output it is part of.
-_Task = tuple[str, int, int, str, frozenset[str], "str | None"]
-
-
-class _Seam:
-    """Folder access: fd-relative on POSIX (a handle is an open descriptor), path-based on
-    Windows, where there is no dir_fd (a handle is the folder's path)."""
-
-    def open(self, path: str, dev: int, ino: int) -> Any:
-        fd = os.open(path, _DIR_FLAGS)
-        st = os.fstat(fd)
-        if (st.st_dev, st.st_ino) != (dev, ino):
-            os.close(fd)
-            raise _Changed(path)
-        return fd
-
-    def open_child(self, handle: Any, name: str, st: os.stat_result) -> Any:
-        fd = os.open(name, _DIR_FLAGS, dir_fd=handle)
-        opened = os.fstat(fd)
-        if (opened.st_dev, opened.st_ino) != (st.st_dev, st.st_ino):
-            os.close(fd)
-            raise _Changed(name)
-        return fd
-
-    listdir = staticmethod(os.listdir)
-    lstat = staticmethod(os.lstat)  # called as lstat(name, dir_fd=handle)
-    close = staticmethod(os.close)
-
-    def read(self, handle: Any, name: str, limit: int) -> bytes | None:
-        return read_head(name, limit, dir_fd=handle)
-
-
-class _WindowsSeam(_Seam):  # pragma: no cover - exercised on Windows (and by a test double)
-    def open(self, path: str, dev: int, ino: int) -> Any:
-        st = os.lstat(path)
-        if is_reparse_point(st) or (ino and (st.st_dev, st.st_ino) != (dev, ino)):
-            raise _Changed(path)
-        return path
-
-    def open_child(self, handle: Any, name: str, st: os.stat_result) -> Any:
-        return self.open(os.path.join(handle, name), st.st_dev, st.st_ino)
-
-    @staticmethod
-    def lstat(name: str, dir_fd: Any = None) -> os.stat_result:  # type: ignore[override]
-        return os.lstat(os.path.join(dir_fd, name))
-
-    @staticmethod
-    def close(handle: Any) -> None:  # type: ignore[override]
-        return None
-
-    def read(self, handle: Any, name: str, limit: int) -> bytes | None:
-        return read_head(os.path.join(handle, name), limit)
-
-
-class _Changed(Exception):
-    """A folder is not the one its parent's listing showed (replaced by a link, moved)."""
-
-
-def _seam() -> _Seam:
-    can_fd = os.listdir in os.supports_fd and os.stat in os.supports_dir_fd
-    return _Seam() if can_fd and not _WINDOWS else _WindowsSeam()
+_NO_IGNORES: frozenset[str] = frozenset()
+# What a folder's frame carries (`Frame.data`): the project it is in, the names .gitignore
+# files above it ignore at any depth, and the path of the output it is part of (None: source).
+_Where = tuple[str, frozenset[str], "str | None"]
 
 
 class _Probe:
     """What the kinds' markers look at, for one candidate: its parent's listing and files, and
-    its own (opened lazily, once)."""
+    its own (opened lazily, once, if it is still the folder the listing showed)."""
 
-    def __init__(self, walk: _Walk, parent: Any, names: list[str], name: str,
-                 st: os.stat_result, ignores: frozenset[str]) -> None:
-        self.walk, self.parent, self.names, self.name, self.st = walk, parent, names, name, st
+    def __init__(self, walk: _Finder, parent: Frame, name: str, st: Any,
+                 ignores: frozenset[str]) -> None:
+        self.walk, self.parent, self.name, self.st = walk, parent, name, st
         self.ignores = ignores
         self._beside: frozenset[str] | None = None
-        self._handle: Any = None
+        self._fd: int | None = None
+        self._opened = False
         self._inside: list[str] | None = None
 
     @property
     def beside(self) -> frozenset[str]:
         if self._beside is None:
-            self._beside = frozenset(self.names)
+            self._beside = frozenset(self.parent.names)
         return self._beside
 
-    def _open(self) -> Any:
-        if self._handle is None:
-            self._handle = self.walk.seam.open_child(self.parent, self.name, self.st)
-        return self._handle
+    def _open(self) -> int | None:
+        if not self._opened:
+            self._opened = True
+            with contextlib.suppress(OSError):
+                listed = self.walk._open_listed(self.name, self.parent.fd, self.st)
+                self._fd = None if listed is None else listed[0]
+        return self._fd
 
     def inside(self) -> list[str]:
         if self._inside is None:
-            try:
-                self._inside = self.walk.seam.listdir(self._open())
-            except (OSError, _Changed):
-                self._inside = []
+            fd = self._open()
+            self._inside = []
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    self._inside = self.walk.ops.listdir(fd)
         return self._inside
 
     def read_beside(self, name: str, limit: int = READ_LIMIT) -> bytes | None:
-        return self.walk.seam.read(self.parent, name, limit)
+        return self.walk.ops.read_head(name, limit, dir_fd=self.parent.fd)
 
     def read_inside(self, name: str, limit: int = READ_LIMIT) -> bytes | None:
-        try:
-            return self.walk.seam.read(self._open(), name, limit)
-        except (OSError, _Changed):
-            return None
+        fd = self._open()
+        return None if fd is None else self.walk.ops.read_head(name, limit, dir_fd=fd)
 
     def ignored(self) -> bool:
         return self.name in self.ignores
 
     def close(self) -> None:
-        if self._handle is not None:
-            self.walk.seam.close(self._handle)
+        if self._fd is not None:
+            self.walk.ops.close(self._fd)
 
 
-class _Walk:
-    """The walk of one folder tree (see the module docstring)."""
+class _Finder(TreeWalk):
+    """The walk of one folder tree, a visitor of `fs.walk` (see the module docstring). Each
+    frame's `data` is its `_Where`; a subfolder's is decided while its parent is listed."""
+
+    same_device = False  # sources on another filesystem are searched; outputs check their own
 
     def __init__(self, root: str, wanted: frozenset[str] | None,
-                 on_progress: ProgressCallback | None) -> None:
-        self.root = root
+                 on_progress: ProgressCallback | None, workers: int) -> None:
+        super().__init__(root)
         self.wanted = wanted  # ids of the kinds measured (None: all); others are skipped
-        self.seam = _seam()
-        self.sep = os.sep
+        self.workers = workers
         self.survey = Survey(root)
         self.on_progress = on_progress
         self.next_report = PROGRESS_EVERY
         self.found_bytes = 0
-        self.send: Callable[[int], None] | None = None  # a worker's progress reporter
+        self.unit = self.ops.block_unit
+        # inside outputs hard links are counted once: Windows' listing has no identity
+        self.output_lstat = self.ops.lstat if self.ops.listing_identity else self.ops.lstat_full
+        self.prefix = root if root.endswith(os.sep) else root + os.sep
+        self.progress: dict[int, int] = {}  # forked worker -> entries it has seen
+        self.base = -1  # entries seen here before the workers started
 
-    # --------------------------------------------------------------------------- one folder
-
-    def folder(self, task: _Task, push: Callable[[_Task], None]) -> None:
-        path, dev, ino, project, ignores, output = task
+    def run(self) -> Survey:
         try:
-            handle = self.seam.open(path, dev, ino)
-        except _Changed:
-            self.survey.errors.append(f"{path}: replaced while it was being read; not entered")
-            return
+            self.ops.lstat_path(self.root)
         except OSError as exc:
-            if exc.errno not in _VANISHED:
-                self.survey.errors.append(f"{path}: {exc.strerror}")
-            return
+            self.survey.errors.append(f"{self.root}: {exc.strerror}")
+            return self.survey
+        self.survey.projects[self.root] = Project(self.root, None, False)
+        self._walk_root()
+        self._progress()
+        return self.survey
+
+    def _path(self, rel: str) -> str:
+        if not rel:
+            return self.root
+        return self.prefix + (rel if _SEP == "/" else rel.replace("/", _SEP))
+
+    # ------------------------------------------------------------------ the engine's hooks
+
+    def _enter(self, parent: Frame | None, frame: Frame, listed: Any) -> None:
         try:
-            try:
-                names = self.seam.listdir(handle)
-            except OSError as exc:
-                self.survey.errors.append(f"{path}: {exc.strerror}")
-                return
-            self.survey.entries += len(names)
-            if output is None:
-                self._source(handle, path, dev, ino, names, project, ignores, push)
-            else:
-                self._output(handle, path, names, self.survey.outputs[output], push)
-        finally:
-            self.seam.close(handle)
-        if self.survey.entries >= self.next_report:
-            self.next_report = self.survey.entries + PROGRESS_EVERY
-            self._progress()
+            frame.names = self.ops.listdir(frame.fd)
+        except OSError as exc:
+            self.survey.errors.append(f"{self._path(frame.rel)}: {exc.strerror}")
+        self.survey.entries += len(frame.names)
+        if parent is None:
+            frame.data = (self.root, _NO_IGNORES, None)
+
+    def _error(self, rel: str, exc: OSError) -> None:
+        if exc.errno not in _VANISHED:
+            self.survey.errors.append(f"{self._path(rel)}: {exc.strerror}")
+
+    def _skip(self, rel: str, reason: str, detail: str) -> None:
+        if reason == "changed":
+            detail = "replaced while it was being read; not entered"
+        self.survey.errors.append(f"{self._path(rel)}: {detail}")
+
+    def _state(self) -> Any:
+        return self.survey, self.found_bytes
+
+    def _absorb(self, state: Any) -> None:
+        survey, found_bytes = state
+        self.survey.merge(survey)
+        self.found_bytes += found_bytes
+
+    def _fresh(self) -> None:
+        """A worker counts its own share: every output found so far starts again at 0."""
+        parent = self.survey
+        self.survey = Survey(self.root, {p: o.fresh() for p, o in parent.outputs.items()},
+                             dict(parent.projects))
+        self.found_bytes = 0
+        self.next_report = PROGRESS_EVERY
+
+    def _enough(self, ntasks: int, wanted: int) -> bool:
+        entries = self.survey.entries
+        return ntasks >= 2 and (
+            (entries >= MIN_PARENT_ENTRIES and ntasks >= TASKS_PER_WORKER * self.workers)
+            or entries >= MAX_PARENT_ENTRIES)
+
+    def _worth_forking(self, ntasks: int) -> bool:
+        return ntasks >= 2 and self.survey.entries >= MIN_PARENT_ENTRIES
+
+    # ------------------------------------------------------------------ progress
 
     def _progress(self) -> None:
-        if self.send is not None:
-            self.send(self.survey.entries)
+        if self.send is not None:  # a forked worker: tell the parent
+            self.send(b"p", self.survey.entries.to_bytes(8, "little"))
         elif self.on_progress is not None:
             self.on_progress(self.survey.entries, self.found_bytes)
 
-    def _source(self, handle: Any, path: str, dev: int, ino: int, names: list[str],
-                project: str, ignores: frozenset[str], push: Callable[[_Task], None]) -> None:
-        lstat = self.seam.lstat
-        errors = self.survey.errors
-        prefix = path if path.endswith(self.sep) else path + self.sep
+    def _worker_progress(self, worker: int, payload: bytes) -> None:
+        if self.base < 0:
+            self.base = self.survey.entries
+        self.progress[worker] = int.from_bytes(payload, "little")
+        if self.on_progress is not None:
+            self.on_progress(self.base + sum(self.progress.values()), self.found_bytes)
+
+    # ------------------------------------------------------------------ one folder
+
+    def _scan(self, frame: Frame, frames: list[Frame], defer: list[Task] | None) -> bool:
+        pending = frame.pending
+        if pending is None:
+            project, ignores, output = frame.data
+            if output is None:
+                pending = self._source(frame, project, ignores)
+            else:
+                pending = self._output(frame, self.survey.outputs[output])
+            if self.survey.entries >= self.next_report:
+                self.next_report = self.survey.entries + PROGRESS_EVERY
+                self._progress()
+            if defer is not None:
+                rel = frame.rel
+                defer.extend(Task(frame, name, join_rel(rel, name), st, where)
+                             for name, st, where in pending)
+                frame.pending = []
+                return False
+            frame.pending = pending
+        while pending:
+            name, st, where = pending.pop()
+            child = self._open(frame, name, join_rel(frame.rel, name), st, where)
+            if child is not None:
+                frames.append(child)
+                return True
+        return False
+
+    def _source(self, frame: Frame, project: str,
+                ignores: frozenset[str]) -> list[tuple[str, Any, _Where]]:
+        """A folder outside outputs: date its project, find the outputs among its subfolders;
+        returns the subfolders to walk."""
+        lstat, fd, names = self.ops.lstat, frame.fd, frame.names
+        survey = self.survey
+        errors = survey.errors
         newest = NEVER
         git = False
-        subfolders: list[tuple[str, os.stat_result]] = []
-        candidates: list[tuple[str, os.stat_result]] = []
-        by_folder, not_activity, windows = BY_FOLDER, NOT_ACTIVITY, _WINDOWS
+        subfolders: list[tuple[str, Any]] = []
+        candidates: list[tuple[str, Any]] = []
+        by_folder, not_activity = BY_FOLDER, NOT_ACTIVITY
         for name in names:
             try:
-                st = lstat(name, dir_fd=handle)
+                st = lstat(name, dir_fd=fd)
             except OSError as exc:
                 if exc.errno not in _VANISHED:
-                    errors.append(f"{prefix}{name}: {exc.strerror}")
+                    errors.append(f"{self._path(join_rel(frame.rel, name))}: {exc.strerror}")
                 continue
             mode = st.st_mode & 0o170000
-            if mode == 0o040000 and not (windows and is_reparse_point(st)):
+            if mode == 0o040000:  # links (Windows: junctions too) are S_IFLNK through the seam
                 if name == ".git":
                     git = True
                 elif name in by_folder:
@@ -384,40 +401,41 @@ class _Walk:
             if name == ".git":
                 git = True  # a worktree's or submodule's pointer file
                 continue
-            if (mode == _IFLNK or windows) and name in by_folder and is_reparse_point(st):
-                self.survey.passed.append(Passed(prefix + name, by_folder[name][0].id,
-                                                 "a link: never followed"))
+            if mode == _IFLNK and name in by_folder:
+                survey.passed.append(Passed(self._path(join_rel(frame.rel, name)),
+                                            by_folder[name][0].id, "a link: never followed"))
                 continue
             mtime = st.st_mtime
             if mtime > newest and name not in not_activity:
                 newest = mtime
-        if path == project:  # the walked folder itself
-            self.survey.projects[path].git = git
+        if not frame.rel:  # the walked folder itself
+            survey.projects[self.root].git = git
         elif git or not PROJECT_MARKERS.isdisjoint(names):
-            self.survey.projects[path] = Project(path, project, git)
+            path = self._path(frame.rel)
+            survey.projects[path] = Project(path, project, git)
             project = path
             if git:
-                ignores = frozenset()  # a repository's own .gitignore files start afresh
-        if newest > self.survey.newest.get(project, NEVER):
-            self.survey.newest[project] = newest
+                ignores = _NO_IGNORES  # a repository's own .gitignore files start afresh
+        if newest > survey.newest.get(project, NEVER):
+            survey.newest[project] = newest
         here = ignores
         if ".gitignore" in names:
-            here, ignores = _gitignore(self.seam.read(handle, ".gitignore", GITIGNORE_LIMIT),
-                                       ignores)
+            here, ignores = _gitignore(
+                self.ops.read_head(".gitignore", GITIGNORE_LIMIT, dir_fd=fd), ignores)
+        below: _Where = (project, ignores, None)
+        pending = [(name, st, below) for name, st in subfolders]
         for name, st in candidates:
-            found = self._candidate(handle, (dev, ino), prefix + name, names, name, st, project,
-                                    here, push)
-            if not found and not not_searched(name):
-                subfolders.append((name, st))
-        for name, st in subfolders:
-            push((prefix + name, st.st_dev, st.st_ino, project, ignores, None))
+            if not self._candidate(frame, name, st, project, here, pending) \
+                    and not not_searched(name):
+                pending.append((name, st, below))
+        return pending
 
-    def _candidate(self, handle: Any, parent: tuple[int, int], path: str, names: list[str],
-                   name: str, st: os.stat_result, project: str, ignores: frozenset[str],
-                   push: Callable[[_Task], None]) -> bool:
+    def _candidate(self, frame: Frame, name: str, st: Any, project: str,
+                   ignores: frozenset[str], pending: list[tuple[str, Any, _Where]]) -> bool:
         """Try a folder named like an output; True when it is one (queued to be measured, or
         skipped when its kind was not asked for)."""
-        probe = _Probe(self, handle, names, name, st, ignores)
+        path = self._path(join_rel(frame.rel, name))
+        probe = _Probe(self, frame, name, st, ignores)
         try:
             for kind in BY_FOLDER[name]:
                 why = kind.recognise(probe)
@@ -425,18 +443,19 @@ class _Walk:
                     continue
                 if self.wanted is not None and kind.id not in self.wanted:
                     return True  # an output, but not of a kind asked for: not walked
-                if st.st_dev != parent[0]:
+                parent = frame.st
+                if st.st_dev != parent.st_dev:
                     self.survey.passed.append(Passed(path, kind.id, "a mount point (another "
                                                      "filesystem): never entered"))
                     return True
                 output = Output(path, kind.id, why, project, st.st_dev, st.st_ino,
-                                parent[0], parent[1], kind.only)
-                size = st.st_blocks * 512 if _HAS_BLOCKS else st.st_size
+                                parent.st_dev, parent.st_ino, kind.only)
+                size = st.st_blocks * self.unit
                 output.bytes = output.single = output.root_bytes = output.dir_bytes = size
                 output.dirs = 1
                 self.survey.outputs[path] = output
                 self.found_bytes += size
-                push((path, st.st_dev, st.st_ino, project, frozenset(), path))
+                pending.append((name, st, (project, _NO_IGNORES, path)))
                 return True
         except OSError as exc:
             self.survey.errors.append(f"{path}: {exc.strerror}")
@@ -447,35 +466,37 @@ class _Walk:
             self.survey.passed.append(Passed(path, kind.id, kind.miss()))
         return False
 
-    def _output(self, handle: Any, path: str, names: list[str], out: Output,
-                push: Callable[[_Task], None]) -> None:
-        lstat = self.seam.lstat
-        prefix = path if path.endswith(self.sep) else path + self.sep
+    def _output(self, frame: Frame, out: Output) -> list[tuple[str, Any, _Where]]:
+        """A folder inside an output: count it like du; returns the subfolders to walk."""
+        lstat, fd = self.output_lstat, frame.fd
         links = out.links
         only = out.only
         dev = out.dev
-        has_blocks, windows = _HAS_BLOCKS, _WINDOWS
+        unit = self.unit
+        where = frame.data
+        subfolders: list[tuple[str, Any, _Where]] = []
         total = single = files = dirs = dir_bytes = 0
-        for name in names:
+        for name in frame.names:
             try:
-                st = lstat(name, dir_fd=handle)
+                st = lstat(name, dir_fd=fd)
             except OSError as exc:
                 if exc.errno not in _VANISHED:
-                    out.errors.append(f"{prefix}{name}: {exc.strerror}")
+                    out.errors.append(f"{self._path(join_rel(frame.rel, name))}: "
+                                      f"{exc.strerror}")
                 continue
-            size = st.st_blocks * 512 if has_blocks else st.st_size
-            if st.st_mode & 0o170000 == 0o040000 and not (windows and is_reparse_point(st)):
+            size = st.st_blocks * unit
+            if st.st_mode & 0o170000 == 0o040000:
                 if name == ".git":
-                    out.git_inside.append(prefix + name)
+                    out.git_inside.append(self._path(join_rel(frame.rel, name)))
                     continue
                 if st.st_dev != dev:
-                    out.mounts_inside.append(prefix + name)
+                    out.mounts_inside.append(self._path(join_rel(frame.rel, name)))
                     continue
                 dirs += 1
                 total += size
                 single += size
                 dir_bytes += size
-                push((prefix + name, st.st_dev, st.st_ino, out.project, frozenset(), out.path))
+                subfolders.append((name, st, where))
                 continue
             files += 1
             if only and not any(fnmatch.fnmatchcase(name, p) for p in only):
@@ -501,190 +522,7 @@ class _Walk:
         out.dirs += dirs
         out.dir_bytes += dir_bytes
         self.found_bytes += total
-
-    # ---------------------------------------------------------------------------- the walk
-
-    def run(self, workers: int) -> Survey:
-        try:
-            top = os.lstat(self.root)
-        except OSError as exc:
-            self.survey.errors.append(f"{self.root}: {exc.strerror}")
-            return self.survey
-        self.survey.projects[self.root] = Project(self.root, None, False)
-        queue: deque[_Task] = deque([(self.root, top.st_dev, top.st_ino, self.root,
-                                      frozenset(), None)])
-        collecting = gc.isenabled()
-        gc.disable()  # no reference cycles are made; the collector would only cost time
-        try:
-            if workers > 1:
-                while queue and not self._enough(queue, workers):
-                    self.folder(queue.popleft(), queue.append)
-                if len(queue) > 1:
-                    tasks = list(queue)
-                    queue.clear()
-                    if not self._share(tasks, workers):
-                        queue.extend(tasks)  # a worker failed: walk it all here
-            while queue:
-                self.folder(queue.pop(), queue.append)
-        finally:
-            if collecting:
-                gc.enable()
-        self._progress()
-        return self.survey
-
-    def _enough(self, queue: deque[_Task], workers: int) -> bool:
-        entries = self.survey.entries
-        return len(queue) >= 2 and (
-            (entries >= MIN_PARENT_ENTRIES and len(queue) >= TASKS_PER_WORKER * workers)
-            or entries >= MAX_PARENT_ENTRIES)
-
-    # ------------------------------------------------------------------------ forked workers
-
-    def _share(self, tasks: list[_Task], workers: int) -> bool:
-        """Walk `tasks` (and below) in forked workers; merge what they found. False (nothing
-        merged) when a worker failed."""
-        if _WINDOWS:  # pragma: no cover - there is no fork there (workers is 1)
-            return False
-        import pickle  # before forking: the workers need no import
-        import select
-        import signal
-
-        from cachedoctor.fs.walk import fork_worker
-
-        task_r, task_w = os.pipe()
-        children: dict[int, int] = {}  # result pipe -> pid
-        try:
-            for _ in range(min(workers, len(tasks))):
-                res_r, res_w = os.pipe()
-
-                def work(res_r: int = res_r, res_w: int = res_w) -> int:  # pragma: no cover
-                    os.close(task_w)  # in the child
-                    os.close(res_r)
-                    for other in children:
-                        os.close(other)
-                    self._worker(task_r, res_w, tasks)
-                    return 0
-
-                def register(pid: int, res_r: int = res_r, res_w: int = res_w) -> None:
-                    os.close(res_w)
-                    children[res_r] = pid
-
-                fork_worker(work, register)  # the walker's: no worker left by a Ctrl-C
-            os.close(task_r)
-            task_r = -1
-            os.set_blocking(task_w, False)
-            pending = memoryview(b"".join(i.to_bytes(4, "little") for i in range(len(tasks))))
-            poller = select.poll()  # no FD_SETSIZE limit on descriptor numbers
-            for fd in children:
-                poller.register(fd, select.POLLIN)
-            poller.register(task_w, select.POLLOUT)
-            buffers = {fd: bytearray() for fd in children}
-            progress = dict.fromkeys(children, 0)
-            base = self.survey.entries
-            reports: list[Survey] = []
-            open_fds = set(children)
-            while open_fds:
-                for fd, _event in poller.poll():
-                    if fd == task_w:
-                        pending = _feed(task_w, pending)
-                        if not pending:
-                            poller.unregister(task_w)
-                            os.close(task_w)
-                            task_w = -1
-                        continue
-                    chunk = os.read(fd, 1 << 20)
-                    if not chunk:
-                        poller.unregister(fd)
-                        open_fds.discard(fd)
-                        continue
-                    buffer = buffers[fd]
-                    buffer += chunk
-                    for kind, payload in _frames(buffer):
-                        if kind == b"p":
-                            progress[fd] = int.from_bytes(payload, "little")
-                            if self.on_progress is not None:
-                                self.on_progress(base + sum(progress.values()), self.found_bytes)
-                        else:
-                            reports.append(pickle.loads(payload))
-            statuses = [_reap(pid) for pid in children.values()]
-            children.clear()
-            if len(reports) != len(statuses) or any(statuses):
-                return False
-            for report in reports:
-                self.survey.merge(report)
-            return True
-        finally:
-            for fd in (task_r, task_w):
-                if fd >= 0:
-                    os.close(fd)
-            for fd, pid in children.items():  # only left on an exception (e.g. Ctrl-C)
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-                _reap(pid)
-                os.close(fd)
-
-    def _worker(self, task_r: int, res_w: int, tasks: list[_Task]) -> None:  # pragma: no cover
-        """A forked worker: take task numbers until the pipe is empty, report once."""
-        import pickle
-
-        gc.freeze()
-        parent = self.survey
-        self.survey = Survey(self.root, {p: o.fresh() for p, o in parent.outputs.items()},
-                             dict(parent.projects))
-        self.found_bytes = 0
-
-        def send(kind: bytes, payload: bytes) -> None:
-            data = memoryview(kind + len(payload).to_bytes(4, "little") + payload)
-            while data:
-                data = data[os.write(res_w, data):]
-
-        self.send = lambda entries: send(b"p", entries.to_bytes(8, "little"))
-        stack: list[_Task] = []
-        while True:
-            record = os.read(task_r, 4)
-            if len(record) < 4:
-                break
-            stack.append(tasks[int.from_bytes(record, "little")])
-            while stack:
-                self.folder(stack.pop(), stack.append)
-        send(b"r", pickle.dumps(self.survey, protocol=pickle.HIGHEST_PROTOCOL))
-        os.close(res_w)
-
-
-def _frames(buffer: bytearray) -> Iterator[tuple[bytes, bytes]]:
-    """Whole frames (kind: 1 byte, length: 4 bytes, payload) taken off the front of `buffer`."""
-    while len(buffer) >= 5:
-        length = int.from_bytes(buffer[1:5], "little")
-        if len(buffer) < 5 + length:
-            return
-        kind, payload = bytes(buffer[:1]), bytes(buffer[5 : 5 + length])
-        del buffer[: 5 + length]
-        yield kind, payload
-
-
-def _feed(task_w: int, pending: memoryview) -> memoryview:
-    """Write whole 4-byte task records (writes of at most PIPE_BUF bytes are atomic, so a
-    worker's 4-byte read always gets one record); returns what is left to write."""
-    while pending:
-        try:
-            written = os.write(task_w, pending[:4096])
-        except BlockingIOError:
-            break
-        except BrokenPipeError:  # every worker is gone; the caller notices missing results
-            return pending[:0]
-        pending = pending[written:]
-    return pending
-
-
-def _reap(pid: int) -> int:
-    while True:
-        try:
-            _, status = os.waitpid(pid, 0)
-        except ChildProcessError:
-            return 0
-        except InterruptedError:  # pragma: no cover - PEP 475 retries for us
-            continue
-        return os.waitstatus_to_exitcode(status)
+        return subfolders
 
 
 def _gitignore(raw: bytes | None, inherited: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
@@ -716,25 +554,13 @@ def _gitignore(raw: bytes | None, inherited: frozenset[str]) -> tuple[frozenset[
     return frozenset(below | (here_only - negated)), frozenset(below)
 
 
-def worker_count(requested: int | None = None) -> int:
-    """Forked workers to use: 1 (no fork) outside Linux; else one per usable CPU."""
-    if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
-        return 1
-    if requested is not None:
-        return max(1, requested)
-    try:
-        cpus = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):  # pragma: no cover - Linux always has it
-        cpus = os.cpu_count() or 1
-    return max(1, min(cpus, MAX_WORKERS))
-
-
 def survey(root: str, *, kinds: tuple[Kind, ...] | None = None,
            on_progress: ProgressCallback | None = None, workers: int | None = None) -> Survey:
     """Find, measure and date the build outputs below `root` (a real folder path). `kinds`:
     only these are measured; outputs of other kinds are recognised and left unwalked."""
     wanted = None if kinds is None else frozenset(k.id for k in kinds)
-    return _Walk(root, wanted, on_progress).run(worker_count(workers))
+    ops = seam.current()
+    return _Finder(root, wanted, on_progress, worker_count(workers, ops)).run()
 
 
-__all__ = ["NEVER", "Output", "Passed", "Project", "Survey", "survey", "worker_count"]
+__all__ = ["NEVER", "Output", "Passed", "Project", "Survey", "survey"]
