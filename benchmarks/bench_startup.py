@@ -115,9 +115,13 @@ def main() -> int:
         empty_home.mkdir()
         full_home.mkdir()
         folders = fill_home(full_home)
-        # click's completion protocol (what a shell's completion function sends)
-        complete = {"_CACHEDOCTOR_COMPLETE": "bash_complete", "COMP_WORDS": "cachedoctor scan hu",
+        # typer's completion protocol (what the function `--show-completion bash` defines sends)
+        complete = {"_CACHEDOCTOR_COMPLETE": "complete_bash", "COMP_WORDS": "cachedoctor scan hu",
                     "COMP_CWORD": "2"}
+        answer = subprocess.run(cli, env={**home_env(empty_home), **complete},
+                                capture_output=True, text=True).stdout.split()
+        if "huggingface" not in answer:  # a request the CLI does not understand times nothing
+            raise SystemExit(f"the completion request was not answered: {answer}")
         in_empty = {
             "profiles list (empty home)": [*cli, "profiles", "list"],
             "doctor (empty home)": [*cli, "doctor"],
