@@ -153,12 +153,13 @@ def give_back_tree(root: str | os.PathLike[str]) -> None:
         parts = os.path.relpath(root, user.home).split(os.sep)
         for depth in range(1, len(parts) + 1):
             give_back(os.path.join(user.home, *parts[:depth]))
-    for folder, dirs, files in os.walk(root):
+    # fwalk: folders are opened relative to their parent's descriptor, never through a link,
+    # so a folder swapped for a link to /etc while this runs as root is not walked into
+    for _folder, dirs, files, dir_fd in os.fwalk(root, follow_symlinks=False):
         for name in dirs + files:
             with contextlib.suppress(OSError):
-                entry = os.path.join(folder, name)
-                if _made_by_this_run(os.lstat(entry)):
-                    os.chown(entry, user.uid, user.gid, follow_symlinks=False)
+                if _made_by_this_run(os.lstat(name, dir_fd=dir_fd)):
+                    os.chown(name, user.uid, user.gid, dir_fd=dir_fd, follow_symlinks=False)
 
 
 def _made_by_this_run(st: os.stat_result) -> bool:

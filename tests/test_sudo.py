@@ -182,3 +182,21 @@ def test_a_hard_link_planted_in_the_state_folder_is_not_given_away(
     invoker.give_back_tree(state)
     assert (state / "history.sqlite").stat().st_uid == UID and state.stat().st_uid == UID
     assert secret.stat().st_uid == 0
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="giving files to another user needs root")
+def test_giving_back_never_walks_through_a_link_out_of_the_state_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from cachedoctor import invoker
+
+    home, elsewhere = tmp_path / "home", tmp_path / "etc"
+    state = home / ".local" / "state" / "cachedoctor"
+    state.mkdir(parents=True)
+    elsewhere.mkdir()
+    os.chown(home, UID, GID)
+    (elsewhere / "passwd").write_text("root's")
+    (state / "journal").symlink_to(elsewhere)  # a folder of the state swapped for a link
+    monkeypatch.setattr(invoker, "_acting_for", invoker.InvokingUser("cdtest", UID, GID, str(home)))
+    invoker.give_back_tree(state)
+    assert (elsewhere / "passwd").stat().st_uid == 0 and elsewhere.stat().st_uid == 0
+    assert (state / "journal").lstat().st_uid == UID  # the link itself is the user's
