@@ -27,10 +27,8 @@ def atomic_write_bytes(
     Writes a temp file in the same folder, fsyncs it, renames it over the target and fsyncs the
     folder. The target's permission bits are kept unless `mode` is given.
     """
-    from cachedoctor import invoker
-
     target = Path(path)
-    invoker.makedirs(target.parent)
+    target.parent.mkdir(parents=True, exist_ok=True)
     if mode is None:
         try:
             mode = target.stat().st_mode & 0o7777
@@ -48,7 +46,6 @@ def atomic_write_bytes(
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp_name)
         raise
-    invoker.give_back(target)  # under sudo, a file in the user's folder stays (or becomes) theirs
     fsync_dir(target.parent)
 
 

@@ -31,7 +31,5 @@ def journal_dir() -> Path:
 
 
 def ensure(path: Path) -> Path:
-    from cachedoctor import invoker
-
-    invoker.makedirs(path)  # under sudo, the folders made are the user's (cachedoctor.invoker)
+    path.mkdir(parents=True, exist_ok=True)
     return path

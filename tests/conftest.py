@@ -3,7 +3,7 @@ doubles of tests/doubles/sandbox-bin first on PATH (`crontab` with a private spo
 and `launchctl` that reach no manager, `sudo` that grants nothing unless a test gives it a
 sandbox), so nothing a test does (state, config, shell files, crontab, timers, root's steps)
 can touch the real user's files or jobs. A suite started with sudo does not pass sudo's
-variables on: cachedoctor would act for that user (cachedoctor.invoker). As root on Linux
+variables on: cachedoctor would note whose caches a root run sees (cachedoctor.invoker). As root on Linux
 the whole session runs in a private mount namespace (see pytest_configure), so nothing a test
 mounts reaches the machine's mount table either."""
 

@@ -16,9 +16,17 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import IS_LINUX, result_of
-from tests.test_sudo import POLICY, chromium_cache
 
 pytestmark = pytest.mark.skipif(not IS_LINUX, reason="sudo and /etc policy files are Linux's")
+
+POLICY = "etc/chromium/policies/managed/cachedoctor.json"
+
+
+def chromium_cache(home: Path) -> Path:
+    cache = home / ".cache" / "chromium" / "Default" / "Cache" / "Cache_Data"
+    cache.mkdir(parents=True)
+    (cache / "data_0").write_bytes(os.urandom(3000))
+    return cache
 
 
 # --- run by the user: only the policy file goes through sudo -----------------------------------

@@ -43,6 +43,11 @@ def _global_options(
     if ctx.invoked_subcommand is None:
         typer.echo(START_HINT)
         raise typer.Exit(0)
+    from cachedoctor import invoker
+
+    note = invoker.check_this_run()  # root in another user's home: refused here, exit 2
+    if note is not None:
+        warn(note)
     OPTIONS.profiles_dirs = list(profiles_dir or [])
     if ctx.invoked_subcommand not in ("move", "restore", "doctor"):  # those handle it themselves
         _warn_about_unfinished_operations()
@@ -141,31 +146,9 @@ def run(argv: list[str] | None = None) -> int:
     command = build_command(completion.words_before_cursor() if completion.requested() else args)
     name, json_out = command_path(command, args)
     output.begin(name, json_out=json_out)
-    code = _run_for_invoking_user(command, args)
+    code = _run(command, args)
     output.finish(code)
     return code
-
-
-def _run_for_invoking_user(command: Any, argv: list[str]) -> int:
-    """Under sudo, the run acts for the user who typed it (`cachedoctor.invoker`): their home
-    and state, and cachedoctor's own files given back to them however the run ends."""
-    from cachedoctor import invoker
-    from cachedoctor.cli import output
-
-    try:
-        user = invoker.adopt()
-    except CachedoctorError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        output.add_error(exc.exit_code, exc.kind, exc.message, exc.hint)
-        return exc.exit_code
-    try:
-        return _run(command, argv)
-    finally:
-        if user is not None:
-            from cachedoctor.state import config_dir, log_dir, state_dir
-
-            for folder in (state_dir(), config_dir(), log_dir()):
-                invoker.give_back_tree(folder)
 
 
 def _run(command: Any, argv: list[str]) -> int:

@@ -14,7 +14,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from cachedoctor import invoker
 from cachedoctor.errors import CachedoctorError, OperationFailed, RefusedError
 from cachedoctor.fs import seam
 from cachedoctor.fs.probe import copy_options, verify_options
@@ -202,7 +201,7 @@ def _copy_pair(op: Operation, pair: Pair, progress: ProgressCallback | None,
     src, dst = pair.source, pair.dest
     if pair.same_fs:
         if _is_real_dir(src) and not os.path.lexists(dst):
-            invoker.makedirs(os.path.dirname(dst))
+            os.makedirs(os.path.dirname(dst), exist_ok=True)
             try:
                 _rename(src, dst, "rename-same-fs")
                 return 0, 0
@@ -238,7 +237,7 @@ def _copy_pair(op: Operation, pair: Pair, progress: ProgressCallback | None,
     remove_tree(partial)
     if _empty_real_dir(dst):
         os.rmdir(dst)
-    invoker.makedirs(os.path.dirname(dst))
+    os.makedirs(os.path.dirname(dst), exist_ok=True)
     # --verify size never reads the original again, and it is deleted once the move is done
     _announce(phase, "copy")
     result = copy_tree(src, partial, progress=progress, durable=True,
@@ -508,7 +507,7 @@ def _place(op: Operation, pair: Pair) -> list[str]:
         if _is_real_dir(src):
             return []  # placed before the interruption
         if src in op.settings.get("reset", []) and not os.path.lexists(src):
-            invoker.makedirs(src)
+            os.makedirs(src)
             return [f"started again with an empty {src} ({pair.dest} was missing)"]
         raise OperationFailed(f"neither {incoming} nor {src} holds the cache")
     messages = []
@@ -521,7 +520,7 @@ def _place(op: Operation, pair: Pair) -> list[str]:
             conflict = f"{src}.cachedoctor-conflict-{op.id}"
             _rename(src, conflict, "conflict")
             messages.append(f"{src} had been re-created by the tool; its files were kept in {conflict}")
-    invoker.makedirs(os.path.dirname(src))
+    os.makedirs(os.path.dirname(src), exist_ok=True)
     _rename(incoming, src, "place")
     return messages
 

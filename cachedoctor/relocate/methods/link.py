@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
-from cachedoctor import invoker
 from cachedoctor.errors import OperationFailed, RefusedError, UserInputError
 from cachedoctor.links import LinkKind, create_link, link_kind, link_target, points_to, remove_link
 from cachedoctor.relocate import faults
@@ -104,7 +103,6 @@ def _link(source: str, dest: str, kind: LinkKind) -> None:
             ) from None
     faults.point("link")
     create_link(source, dest, kind)
-    invoker.give_back(source)
     faults.point("linked")
     if not points_to(source, dest):
         raise OperationFailed(f"the new link {source} does not resolve to {dest}")
