@@ -176,9 +176,10 @@ def test_a_pipe_gets_exactly_what_rich_prints_there(monkeypatch: pytest.MonkeyPa
     from cachedoctor.cli.base import TrimmedLines, _console
 
     monkeypatch.delenv("COLUMNS", raising=False)
-    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
+        monkeypatch.delenv(name, raising=False)
     rng = random.Random(14)
-    alphabet = ["a", "Z", "/", "-", " ", "é", "漢", "█", "·", "\n", "~", "\x1b", "\t"]
+    alphabet = ["a", "Z", "/", "-", " ", "é", "漢", "█", "·", "\n", "~", "\x1b", "\t", "\u2028", "\u0301", "\u200b"]
     kinds = ["text", "number", "path", "prose", "bar"]
     for _ in range(300):
         columns = [Column(rng.choice(["id", "size", "", "a long header", "漢字"]), rng.choice(kinds),  # type: ignore[arg-type]

@@ -138,13 +138,18 @@ def print_table(console: Console | None, columns: Sequence[Column], rows: Sequen
 
 
 def _plain_pipe(rows: list[list[str] | None]) -> bool:
-    """stdout is a pipe or file that rich would print plainly: no width given, no colour
-    forced, and no tab in a cell (rich expands those)."""
+    """stdout is a pipe or file that rich would print plainly (see _RICH_STYLING, _RICH_BREAKS)."""
     import sys
 
-    if sys.stdout.isatty() or os.environ.get("COLUMNS") or os.environ.get("FORCE_COLOR"):
+    if sys.stdout.isatty() or any(os.environ.get(name) for name in _RICH_STYLING):
         return False
-    return not any("\t" in cell for row in rows if row is not None for cell in row)
+    return not any(_RICH_BREAKS.search(cell) for row in rows if row is not None for cell in row)
+
+
+# what makes rich print a pipe differently: a width, forced colour or terminal behaviour; and
+# in a cell a tab (expanded) or a line separator `printable` leaves (rich breaks the line)
+_RICH_STYLING = ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
+_RICH_BREAKS = re.compile("[\t\u2028\u2029]")
 
 
 def _print_plain(columns: Sequence[Column], rows: list[list[str] | None],
