@@ -108,6 +108,23 @@ def remove(path: str) -> None:
         _sudo(remove_commands(path))
 
 
+def authorise(paths: list[str]) -> None:
+    """Ask sudo for the password now (`sudo -v`) when one of `paths` will be written through it
+    and there is a terminal to ask on: later, a progress line would be drawn over the prompt.
+    A refusal stops here, before anything has changed. Without a terminal sudo runs with -n
+    when the step comes."""
+    if not any(route(path) == "sudo" for path in paths) or not _has_terminal():
+        return
+    try:
+        done = subprocess.run(["sudo", "-v"], check=False)
+    except OSError as exc:
+        raise OperationFailed(f"could not run sudo: {exc.strerror or exc}") from None
+    if done.returncode != 0:
+        raise RefusedError(f"sudo did not allow writing {', '.join(paths)}; nothing was changed",
+                           hint="run the command again and give sudo your password, or use "
+                                "--method link")
+
+
 def _sudo(commands: list[list[str]]) -> None:
     ask = _has_terminal()
     for argv in commands:

@@ -181,3 +181,41 @@ def test_a_move_failing_between_the_sudo_commands_rolls_back_and_leaves_nothing_
     assert [argv[0] for argv in sudo_calls(log)] == ["install", "rm"]
     assert not os.path.lexists(file) and not os.path.lexists(file + ".cachedoctor-new")
     assert (cache / "data_0").is_file() and pending_operations() == []
+
+
+def test_at_a_terminal_sudo_asks_for_the_password_before_the_copy_and_a_refusal_changes_nothing(
+        unwritable_policy: Path, isolated_home: Path, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """`sudo -v` runs before the progress line takes the terminal (it would draw over sudo's
+    prompt); without a terminal nothing is asked ahead (sudo -n at the step, tests above)."""
+    from cachedoctor import rootfiles
+    from cachedoctor.cli.app import run
+
+    monkeypatch.setattr(rootfiles, "_has_terminal", lambda: True)
+    cache = chromium_cache(isolated_home)
+    log = tmp_path / "sudo.log"
+    monkeypatch.setenv("SUDO_DOUBLE_LOG", str(log))  # not granted: the password is refused
+    code = run(["move", "chromium", str(tmp_path / "dest"), "--method", "policy", "--yes"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "sudo did not allow writing" in err and "nothing was changed" in err
+    assert sudo_calls(log) == [["-v"]]  # asked once, before anything else
+    assert (cache / "data_0").is_file() and not (tmp_path / "dest").exists()
+    log.unlink()
+    grant_sudo(monkeypatch, tmp_path, unwritable_policy, isolated_home)
+    assert run(["move", "chromium", str(tmp_path / "dest"), "--method", "policy", "--yes"]) == 0
+    assert [argv[0] for argv in sudo_calls(log)] == ["-v", "install", "mv"]
+
+
+def test_only_the_policy_method_names_root_files() -> None:
+    from cachedoctor.host import Host
+    from cachedoctor.relocate.journal import Operation
+    from cachedoctor.relocate.methods import METHODS
+
+    op = Operation.__new__(Operation)
+    op.settings = {"browser": "chromium"}
+    linux, windows = Host("linux", {}, "/home/u"), Host("windows", {}, "C:\\Users\\u")
+    assert METHODS["policy"].root_files(op, linux)[0].endswith(
+        "/etc/chromium/policies/managed/cachedoctor.json")
+    assert METHODS["policy"].root_files(op, windows) == []  # the registry: HKCU needs no admin
+    assert all(METHODS[name].root_files(op, linux) == [] for name in METHODS if name != "policy")

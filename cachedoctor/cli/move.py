@@ -127,7 +127,7 @@ def move(
                 info("nothing changed")
                 continue
             total = sum(s.apparent_bytes for s in plan.surveys.values())
-            outcome = _watched(partial(execute_move, plan, host), plan.op, total)
+            outcome = _watched(partial(execute_move, plan, host), plan.op, total, host)
             _observe_after(profile, loc.id, host, outcome, expected=outcome.base)
             _report(outcome, json_out, documents)
     if json_out:
@@ -200,7 +200,7 @@ def restore(
                 info("nothing changed")
                 continue
             outcome = _watched(partial(execute_restore, plan, host), plan.op,
-                               plan.needed_bytes)
+                               plan.needed_bytes, host)
             _observe_after(profile, location_id, host, outcome, expected=None)
             _report(outcome, json_out, documents)
     if json_out:
@@ -232,13 +232,19 @@ def _profiles_dirs() -> list[str]:
     return [os.path.abspath(d) for d in OPTIONS.profiles_dirs]
 
 
-def _watched(run: Callable[..., Outcome], op: Operation | None, total_bytes: int) -> Outcome:
+def _watched(run: Callable[..., Outcome], op: Operation | None, total_bytes: int,
+             host: Host) -> Outcome:
     """Run a move or restore under its progress line (phase, bytes of the total, percent,
     ETA); on Ctrl-C the line is cleared and what happened is said before the interruption goes
     on to the app (which names the commands that finish an unfinished operation)."""
     from cachedoctor.cli.base import show_progress
     from cachedoctor.cli.progress import MoveProgress
 
+    if op is not None:  # sudo's password prompt before the progress line, not under it
+        from cachedoctor import rootfiles
+        from cachedoctor.relocate.methods import root_files
+
+        rootfiles.authorise(root_files(op, host))
     watch = MoveProgress(total_bytes, shown=show_progress())
     try:
         with watch:

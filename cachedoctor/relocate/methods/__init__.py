@@ -45,6 +45,11 @@ def describe(op: Operation, host: Host) -> list[str]:
     return method_of(op.method).describe(op, host)
 
 
+def root_files(op: Operation, host: Host) -> list[str]:
+    """Files only root may write that the method writes for `op`."""
+    return method_of(op.method).root_files(op, host)
+
+
 def apply(op: Operation, host: Host, save: SaveCallback) -> list[str]:
     """Point the tool at the new place; returns messages for the user. Idempotent."""
     return method_of(op.method).apply(op, host, save)
@@ -56,4 +61,4 @@ def revert(op: Operation, host: Host) -> list[str]:
 
 
 __all__ = ["ENTRIES", "METHODS", "NAMES", "RelocationEntry", "RelocationMethod", "SaveCallback",
-           "apply", "describe", "method_of", "resolve_settings", "revert"]
+           "apply", "describe", "method_of", "resolve_settings", "revert", "root_files"]

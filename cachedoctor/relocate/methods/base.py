@@ -85,6 +85,11 @@ class RelocationMethod:
         """What the method will create or set, for the plan."""
         raise NotImplementedError
 
+    def root_files(self, op: Operation, host: Host) -> list[str]:
+        """Files only root may write that `apply` and `revert` write (`cachedoctor.rootfiles`):
+        sudo is asked for them before the copy's progress line takes the terminal."""
+        return []
+
     def apply(self, op: Operation, host: Host, save: SaveCallback) -> list[str]:
         """Point the tool at the new place; returns messages for the user. Idempotent."""
         raise NotImplementedError

@@ -57,6 +57,11 @@ class PolicyMethod(RelocationMethod):
         s = op.settings
         return policy.describe(s["browser"], s["policy"], s["value"], host)
 
+    def root_files(self, op: Operation, host: Host) -> list[str]:
+        from cachedoctor.relocate import policy
+
+        return [] if host.is_windows else [policy.policy_file(op.settings["browser"])]
+
     def apply(self, op: Operation, host: Host, save: SaveCallback) -> list[str]:
         from cachedoctor.relocate import policy
 
