@@ -145,10 +145,16 @@ def _sudo(commands: list[list[str]]) -> None:
 
 
 def _has_terminal() -> bool:
-    """Whether sudo can ask for a password (it asks on the controlling terminal)."""
+    """Whether sudo can ask for a password: it asks on the controlling terminal, and only a
+    process in that terminal's foreground may read it (a job put in the background with `&`
+    would be stopped by SIGTTIN until the user brings it back)."""
     try:
         fd = os.open("/dev/tty", os.O_RDWR | os.O_NOCTTY)
     except OSError:
         return False
-    os.close(fd)
-    return True
+    try:
+        return os.tcgetpgrp(fd) == os.getpgrp()
+    except OSError:
+        return False
+    finally:
+        os.close(fd)

@@ -219,3 +219,17 @@ def test_only_the_policy_method_names_root_files() -> None:
         "/etc/chromium/policies/managed/cachedoctor.json")
     assert METHODS["policy"].root_files(op, windows) == []  # the registry: HKCU needs no admin
     assert all(METHODS[name].root_files(op, linux) == [] for name in METHODS if name != "policy")
+
+
+def test_sudo_asks_only_a_terminal_whose_foreground_this_is(monkeypatch: pytest.MonkeyPatch) -> None:
+    """In the background (`cachedoctor move … &`) reading the terminal would stop the job
+    (SIGTTIN): there sudo runs with -n, as without a terminal."""
+    from cachedoctor import rootfiles
+
+    monkeypatch.setattr(rootfiles.os, "open", lambda *_args, **_kw: 99)
+    monkeypatch.setattr(rootfiles.os, "close", lambda _fd: None)
+    monkeypatch.setattr(rootfiles.os, "getpgrp", lambda: 1234)
+    monkeypatch.setattr(rootfiles.os, "tcgetpgrp", lambda _fd: 1234)
+    assert rootfiles._has_terminal()
+    monkeypatch.setattr(rootfiles.os, "tcgetpgrp", lambda _fd: 4321)  # another job in front
+    assert not rootfiles._has_terminal()
