@@ -1,7 +1,8 @@
 """Condition types a profile check may name, with their validated parameters.
 
-A profile can only *name* one of these types; it cannot run code. Each type is a pydantic
-model registered here; the doctor registers an evaluator for each name
+A profile can only *name* one of these types; it cannot run code. Each type is a struct of
+the profile format registered here (its `type:` is the struct's tag); the doctor registers an
+evaluator for each name
 (`cachedoctor.doctor`), and a test proves every type has one.
 """
 
@@ -9,14 +10,18 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from msgspec import Meta
 
 from cachedoctor.host import OsName
 from cachedoctor.policies import Browser
+from cachedoctor.profiles.base import FieldProblem, ProfileModel
 
 
-class _Condition(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
+class _Condition(ProfileModel, tag_field="type"):
+    @property
+    def type(self) -> str:
+        """The name a profile gives the condition (`type: mount_option`)."""
+        return str(self.__struct_config__.tag)
 
 
 class LocationCondition(_Condition):
@@ -29,149 +34,135 @@ class PresetCondition(_Condition):
 
     preset: str
 
-class LocationExists(LocationCondition):
+class LocationExists(LocationCondition, tag="location_exists"):
     """The location resolves to at least one existing path."""
 
-    type: Literal["location_exists"]
 
 
-class MountOption(LocationCondition):
+class MountOption(LocationCondition, tag="mount_option"):
     """The location (or its nearest existing parent) is on a mount with this option, e.g. noexec."""
 
-    type: Literal["mount_option"]
     option: str
 
 
-class FilesystemType(LocationCondition):
+class FilesystemType(LocationCondition, tag="filesystem_type"):
     """The location is on one of these filesystem types (e.g. tmpfs, ramfs: emptied at reboot)."""
 
-    type: Literal["filesystem_type"]
-    types: list[str] = Field(min_length=1)
+    types: Annotated[list[str], Meta(min_length=1)]
 
 
-class FilesystemDiffers(LocationCondition):
+class FilesystemDiffers(LocationCondition, tag="filesystem_differs"):
     """The location's data (a relocation link's target) is on another filesystem than `path`:
     a hard-linking store (uv, pnpm, conda) away from the environments that link into it."""
 
-    type: Literal["filesystem_differs"]
-    path: str = Field(description="Path template of what must share the filesystem, e.g. `~`.")
+    path: Annotated[str, Meta(description="Path template of what must share the filesystem, e.g. `~`.")]
 
-    @model_validator(mode="after")
-    def _valid_template(self) -> FilesystemDiffers:
+    def _check(self) -> None:
+        from cachedoctor.errors import UserInputError
         from cachedoctor.resolve import check_template
 
-        check_template(self.path)  # a UserInputError is a ValueError
-        return self
+        try:
+            check_template(self.path)
+        except UserInputError as exc:
+            raise FieldProblem("path", exc.message) from None
 
 
-class LinkKind(LocationCondition):
+class LinkKind(LocationCondition, tag="link_kind"):
     """The location has been relocated with this kind of link (e.g. symlink where a junction is required)."""
 
-    type: Literal["link_kind"]
     kind: Literal["symlink", "junction"]
 
 
-class LinkTargetMissing(LocationCondition):
+class LinkTargetMissing(LocationCondition, tag="link_target_missing"):
     """The location is a relocation link whose target is gone (the other drive is unplugged)."""
 
-    type: Literal["link_target_missing"]
 
 
-class FreeSpaceBelow(LocationCondition):
+class FreeSpaceBelow(LocationCondition, tag="free_space_below"):
     """Free space on the location's drive is below a size (`10GB`) or a percentage."""
 
-    type: Literal["free_space_below"]
     size: str | None = None
-    percent: float | None = Field(default=None, gt=0, lt=100)
+    percent: Annotated[float, Meta(gt=0, lt=100)] | None = None
 
-    @model_validator(mode="after")
-    def _one_threshold(self) -> FreeSpaceBelow:
+    def _check(self) -> None:
         if (self.size is None) == (self.percent is None):
             raise ValueError("give exactly one of `size` (e.g. 10GB) or `percent`")
         if self.size is not None:
+            from cachedoctor.errors import UserInputError
             from cachedoctor.sizes import parse_size
 
-            parse_size(self.size)  # a UserInputError is a ValueError
-        return self
+            try:
+                parse_size(self.size)
+            except UserInputError as exc:
+                raise FieldProblem("size", exc.message) from None
 
 
-class OverQuota(LocationCondition):
+class OverQuota(LocationCondition, tag="over_quota"):
     """The location is larger than the quota the user set (or the profile recommends)."""
 
-    type: Literal["over_quota"]
 
 
-class SettingDiffers(PresetCondition):
+class SettingDiffers(PresetCondition, tag="setting_differs"):
     """A tune preset's setting is missing from its file or has another value."""
 
-    type: Literal["setting_differs"]
     key: str | list[str] | None = None
-    unset_counts: bool = Field(
-        default=True,
+    unset_counts: Annotated[bool, Meta(
         description="An absent key (or file) counts as differing; false when the tool's own "
         "default is the tuned value (Cargo's auto-clean is daily unless set otherwise).",
-    )
+    )] = True
 
 
-class SettingBelow(PresetCondition):
+class SettingBelow(PresetCondition, tag="setting_below"):
     """A numeric setting is set below a threshold (e.g. a size in MB where bytes are expected)."""
 
-    type: Literal["setting_below"]
     key: str | list[str]
     below: float
 
 
-class SettingAbsolutePath(PresetCondition):
+class SettingAbsolutePath(PresetCondition, tag="setting_absolute_path"):
     """A setting that must hold relative paths holds an absolute one."""
 
-    type: Literal["setting_absolute_path"]
     key: str | list[str]
 
 
-class PolicyValueBelow(_Condition):
+class PolicyValueBelow(_Condition, tag="policy_value_below"):
     """A browser policy (e.g. DiskCacheSize, in bytes) is set below a threshold."""
 
-    type: Literal["policy_value_below"]
     browser: Browser
     policy: str
     below: float
 
 
-class PolicyNotInt32(_Condition):
+class PolicyNotInt32(_Condition, tag="policy_not_int32"):
     """A browser policy the browser reads as a 32-bit integer (DiskCacheSize) holds a value it
     rejects: not an integer, negative, or above 2147483647 (Chromium: "Expected integer
     value", and the policy is ignored)."""
 
-    type: Literal["policy_not_int32"]
     browser: Literal["chrome", "edge", "chromium"]
     policy: str
 
 
-class JournalUnfinished(_Condition):
+class JournalUnfinished(_Condition, tag="journal_unfinished"):
     """A move or restore of this tool was interrupted and is recorded as unfinished."""
 
-    type: Literal["journal_unfinished"]
 
 
-class EnvNotSet(_Condition):
+class EnvNotSet(_Condition, tag="env_not_set"):
     """A variable is in neither cachedoctor's managed settings nor the current environment."""
 
-    type: Literal["env_not_set"]
     var: str
 
 
-class EnvNotSeen(_Condition):
+class EnvNotSeen(_Condition, tag="env_not_seen"):
     """cachedoctor set a variable persistently but this process does not see it (new shell needed)."""
 
-    type: Literal["env_not_seen"]
     var: str
 
 
-class OsIs(_Condition):
+class OsIs(_Condition, tag="os_is"):
     """The host OS is one of these."""
 
-    type: Literal["os_is"]
-    os: list[OsName] = Field(min_length=1)
+    os: Annotated[list[OsName], Meta(min_length=1)]
 
 
 Condition = Annotated[
@@ -194,11 +185,11 @@ Condition = Annotated[
         EnvNotSeen,
         OsIs,
     ],
-    Field(discriminator="type"),
+    Meta(description="A condition, told apart by `type`."),
 ]
 
 CONDITION_TYPES: tuple[type[_Condition], ...] = get_args(get_args(Condition)[0])
 
 
 def condition_names() -> list[str]:
-    return [t.model_fields["type"].annotation.__args__[0] for t in CONDITION_TYPES]  # type: ignore[union-attr]
+    return [str(t.__struct_config__.tag) for t in CONDITION_TYPES]

@@ -30,7 +30,7 @@ class CachedoctorError(Exception):
 class UserInputError(CachedoctorError, ValueError):
     """The user asked for something invalid: unknown tool, malformed size, bad path.
 
-    Also a ValueError, so validators (pydantic) report it as an invalid value."""
+    Also a ValueError, so a profile check may raise it for an invalid value."""
 
     exit_code = EXIT_BAD_INPUT
     kind = "bad_input"

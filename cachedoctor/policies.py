@@ -10,7 +10,6 @@ plist that a configuration profile installs.
 from __future__ import annotations
 
 import json
-import plistlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
@@ -101,6 +100,8 @@ def read_policy(browser: str, name: str, host: Host, files: FileView,
         text = files.read_text(path)
         if text is None:
             return PolicyRead()
+        import plistlib  # macOS only: not paid by every command that reads a policy
+
         try:
             data = plistlib.loads(text.encode("utf-8", "surrogateescape"))
         except (plistlib.InvalidFileException, ValueError) as exc:

@@ -22,6 +22,7 @@ from cachedoctor.host import Host, OsName
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _WIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_()]*")
+_SPECIAL = re.compile(r"[$%]")
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
 
@@ -96,9 +97,11 @@ def _expand_variables(text: str, host: Host, trace: Trace | None = None) -> str:
         elif char == "%" and (win := _WIN_NAME.match(text, i + 1)) and text.startswith("%", win.end()):
             out.append(_required(win.group(), host))
             i = win.end() + 1
-        else:
-            out.append(char)
-            i += 1
+        else:  # plain text up to the next `$` or `%`, in one step
+            plain = _SPECIAL.search(text, i + 1)
+            stop = plain.start() if plain is not None else len(text)
+            out.append(text[i:stop])
+            i = stop
     return "".join(out)
 
 

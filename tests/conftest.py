@@ -260,3 +260,20 @@ def trash_files_dir() -> Path:
     if IS_MACOS:
         return Path(os.environ["HOME"]) / ".Trash"
     return Path(os.environ["XDG_DATA_HOME"]) / "Trash" / "files"
+
+
+def profile_json(profile: object) -> str:
+    """A loaded profile as the JSON text of a profile file that loads back to it: the plain
+    data of its structs, without the values left unset and the settings' internal tag."""
+    import msgspec
+
+    from cachedoctor.profiles.model import SETTING_TAG
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {k: plain(v) for k, v in value.items() if v is not None and k != SETTING_TAG}
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        return value
+
+    return json.dumps(plain(msgspec.to_builtins(profile)), separators=(",", ":"))

@@ -23,7 +23,7 @@ def fake_tool(folder: Path, name: str, script: str) -> Host:
 
 
 def spec(*command: str, json_key: str | None = None) -> AskTool:
-    return AskTool.model_validate({"command": list(command), "json_key": json_key})
+    return AskTool(command=list(command), json_key=json_key)
 
 
 @needs_posix_sh

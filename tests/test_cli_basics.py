@@ -10,7 +10,7 @@ from cachedoctor import __version__
 from cachedoctor.cli.app import COMMANDS, command_word
 from tests.conftest import result_of, run_cli
 
-HEAVY = ("rich", "psutil", "yaml", "pydantic", "ruamel", "tomlkit", "cachedoctor.walker", "sqlite3")
+HEAVY = ("rich", "psutil", "yaml", "msgspec", "ruamel", "tomlkit", "cachedoctor.walker", "sqlite3")
 
 
 def imported_after(*argv: str) -> set[str]:

@@ -133,7 +133,7 @@ def test_completing_imports_nothing_that_draws_nor_the_model_nor_other_commands(
     cold, warm = imported(), imported()  # the first run writes the profile index
     for modules in (cold, warm):
         assert not any(name == "rich" or name.startswith("rich.") for name in modules)
-    assert "pydantic" in cold and "pydantic" not in warm and "yaml" not in warm
+    assert "msgspec" in cold and "msgspec" not in warm and "yaml" not in warm
     assert {"cachedoctor.cli.move", "cachedoctor.cli.scan"} & warm == {"cachedoctor.cli.move"}
 
 

@@ -23,6 +23,7 @@ from tests.conftest import (
     needs_posix_paths,
     needs_root,
     needs_symlinks,
+    profile_json,
     result_of,
     run_cli,
 )
@@ -230,7 +231,7 @@ def test_conditions_on_one_location_must_hold_for_the_same_path(tmp_path: Path) 
     assert len(doctor.check_profile(profile, wsl)[0]) == 1  # WSL counts as Linux
     macos = Host(os="macos", env=dict(os.environ), home=os.environ["HOME"])
     profile_mac = parse_profile(
-        profile.model_dump_json(exclude_none=True).replace('"linux":', '"macos":'), "demo.json"
+        profile_json(profile).replace('"linux":', '"macos":'), "demo.json"
     )
     assert doctor.check_profile(profile_mac, macos)[0] == []  # os_is [linux] fails on macOS
 
@@ -288,7 +289,7 @@ def test_over_quota_with_a_real_tree_user_cap_and_profile_recommendation(tmp_pat
     set_quota("demo", "cache", None)
 
     recommended = parse_profile(
-        profile.model_dump_json(exclude_none=True).replace(
+        profile_json(profile).replace(
             '"safe_to_delete":true', '"safe_to_delete":true,"quota":"200KB"'
         ),
         "demo.json",

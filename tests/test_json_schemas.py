@@ -76,14 +76,14 @@ def test_enums_are_the_codes_own_lists() -> None:
     from cachedoctor.doctor.report import Severity
     from cachedoctor.host import OsName
     from cachedoctor.locate.effective import StepKind
-    from cachedoctor.profiles.model import Location
+    from cachedoctor.profiles.model import LOCATION_KINDS
     from cachedoctor.safedelete import SkipReason
     from cachedoctor.schedule import BACKENDS
     from cachedoctor.schedule.model import Every
     from cachedoctor.which import Relation
 
     common = schemas.load("common")["$defs"]
-    kinds = typing.get_args(Location.model_fields["kind"].annotation)
+    kinds = LOCATION_KINDS
     assert common["location_kind"]["enum"] == list(kinds)
     assert common["backend"]["enum"] == list(BACKENDS)
     assert common["job"]["properties"]["every"]["enum"] == list(typing.get_args(Every))

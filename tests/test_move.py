@@ -502,13 +502,13 @@ def test_windows_junction_required_refuses_symlink() -> None:
     from cachedoctor.relocate.methods.link import choose_link_kind
 
     win = Host(os="windows", env={}, home="C:\\Users\\me")
-    needs = LinkRelocation(method="link", windows_link="junction",
+    needs = LinkRelocation(windows_link="junction",
                            why="WorkBuddy resolves symlinks with GetFinalPathNameByHandle")
     with pytest.raises(RefusedError, match="needs a junction"):
         choose_link_kind(needs, win, "symlink")
     assert choose_link_kind(needs, win, None) == "junction"
-    assert choose_link_kind(LinkRelocation(method="link"), win, "symlink") == "symlink"
-    assert choose_link_kind(LinkRelocation(method="link"), Host(os="linux"), None) == "symlink"
+    assert choose_link_kind(LinkRelocation(), win, "symlink") == "symlink"
+    assert choose_link_kind(LinkRelocation(), Host(os="linux"), None) == "symlink"
 
 
 def test_policy_paths_and_registry_values_pure() -> None:

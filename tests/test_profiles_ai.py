@@ -95,7 +95,7 @@ def test_lmstudio_moves_in_its_ui_and_is_never_cleaned_wholesale() -> None:
     models = loc("lmstudio", "models")
     assert models.kind == "models" and not models.safe_to_delete
     assert models.relocate == [] and models.clean is None
-    assert models.units == [EntryUnits(type="directory-entries", under="*")]
+    assert models.units == [EntryUnits(under="*")]
     for os_name in ("linux", "macos", "windows"):
         assert "My Models" in steps("lmstudio", "models", os_name)
 
@@ -284,7 +284,7 @@ def test_wandb_artifact_cache_and_staging() -> None:
     assert env_vars("wandb", "cache") == {"WANDB_CACHE_DIR": "{dest}"}
     assert cache.clean is not None
     assert cache.clean.command == ["wandb", "artifact", "cache", "cleanup", "--remove-temp", "0GB"]
-    assert cache.units == [ContentAddressedUnits(type="content-addressed", under=".")]
+    assert cache.units == [ContentAddressedUnits(under=".")]
     assert first("wandb", "staging", host("linux")) == "/home/ann/.cache/wandb-data"
     assert first("wandb", "staging", host("linux", WANDB_DATA_DIR="/stage")) == "/stage"
     staging = loc("wandb", "staging")
@@ -305,7 +305,7 @@ def test_codex_home_sessions_and_log() -> None:
     assert env_vars("codex", "home") == {"CODEX_HOME": "{dest}"}
     assert not loc("codex", "home").safe_to_delete
     assert not loc("codex", "sessions").safe_to_delete
-    assert loc("codex", "sessions").units == [EntryUnits(type="directory-entries", under="*/*")]
+    assert loc("codex", "sessions").units == [EntryUnits(under="*/*")]
     assert loc("codex", "logs").safe_to_delete and loc("codex", "logs").kind == "logs"
 
 

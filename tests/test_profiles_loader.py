@@ -86,11 +86,11 @@ def test_good_profile_loads_with_flat_and_nested_keys() -> None:
     [
         ("    safe_to_delete: true\n", "", "  - id: cache", "locations[0].safe_to_delete: required field is missing"),
         ("      - method: link\n", "      - method: teleport\n", "teleport", "locations[0].relocate[0]: unknown type 'teleport'"),
-        ("types: [tmpfs]", "types: []", "types: []", "checks[0].when.types: List should have at least 1 item"),
-        ("severity: warning", "severity: fatal", "fatal", "checks[0].severity: Input should be 'error', 'warning' or 'hint' (got 'fatal')"),
+        ("types: [tmpfs]", "types: []", "types: []", "checks[0].when.types: expected at least 1 item"),
+        ("severity: warning", "severity: fatal", "fatal", "checks[0].severity: expected 'error', 'warning' or 'hint' (got 'fatal')"),
         ("    safe_to_delete: true\n", "    safe_to_delete: true\n    colour: blue\n", "colour", "locations[0].colour: unknown field"),
         ("location: cache, types", "location: nowhere, types", "nowhere", "checks[0].when[0].location: unknown location 'nowhere'; known: cache"),
-        ("id: demo\n", "id: Demo Tool\n", "Demo Tool", "id: String should match pattern"),
+        ("id: demo\n", "id: Demo Tool\n", "Demo Tool", "id: expected a string matching '^[a-z0-9][a-z0-9_.-]*$' (got 'Demo Tool')"),
         ("value: 8192\n", "value: 8192\n        value: 1\n", "value: 1", "tune[0].settings[0].value: duplicate key"),
         ("checks:\n", "  - id: default\n    format: env\n    settings: [{key: X, value: 1}]\nchecks:\n", "default\n    format: env", "tune[1].id: duplicate id 'default'"),
     ],
@@ -150,7 +150,7 @@ def test_cli_validate_exit_codes(tmp_path: Path) -> None:
     assert [f["valid"] for f in files] == [True, False]
     assert files[1]["errors"][0] == {
         "file": str(bad), "line": 30, "field": "checks[0].severity",
-        "message": "Input should be 'error', 'warning' or 'hint' (got 'fatal')",
+        "message": "expected 'error', 'warning' or 'hint' (got 'fatal')",
     }
 
 
@@ -242,3 +242,76 @@ def test_odd_yaml_is_an_error_with_a_line_not_a_traceback(bad: str, expected: st
         parse_profile(GOOD + bad, "odd.yaml")
     error = info.value.errors[0]
     assert expected in error.message and error.line is not None
+
+
+def test_every_broken_location_preset_and_check_is_reported_at_once() -> None:
+    text = (GOOD.replace("    safe_to_delete: true\n", "    safe_to_delete: maybe\n", 1)
+            .replace("        value: 3600\n", "        value: 3600\n        colour: red\n", 1)
+            .replace("severity: warning", "severity: fatal", 1)
+            .replace("types: [tmpfs]", "types: tmpfs", 1))
+    messages = errors_of(text)
+    assert f"p.yaml:{line_of(text, 'maybe')}: locations[0].safe_to_delete: expected true or false, " \
+           "got a string (got 'maybe')" in messages, messages
+    assert f"p.yaml:{line_of(text, 'red')}: tune[0].settings[1].colour: unknown field (check the " \
+           "spelling; see `cachedoctor profiles schema`)" in messages, messages
+    # the check's own first problem, and its condition's (a struct of its own)
+    assert f"p.yaml:{line_of(text, 'fatal')}: checks[0].severity: expected 'error', 'warning' or " \
+           "'hint' (got 'fatal')" in messages, messages
+    assert f"p.yaml:{line_of(text, 'types: tmpfs')}: checks[0].when.types: expected a list, got a " \
+           "string (got 'tmpfs')" in messages, messages
+    assert len(messages) == 4, messages
+
+
+def test_the_format_s_shorthands_load_as_their_long_forms() -> None:
+    from cachedoctor.profiles.model import EntryUnits, EnvSetting, PolicySetting
+
+    text = GOOD.replace("    relocate:\n", textwrap.indent(textwrap.dedent("""\
+        set_by:
+          - env: DEMO_HOME
+            value: "{value}/cache"
+          - policy: DiskCacheDir
+            browser: chromium
+        ask: [demo, where]
+        units: {type: directory-entries, under: wheels}
+        """), "    ") + "    relocate:\n", 1)
+    profile = parse_profile(text, "p.yaml")
+    cache = profile.location("cache")
+    assert cache.paths.linux == ["${XDG_CACHE_HOME:-~/.cache}/demo"]  # one string: a list of one
+    assert profile.processes.windows == ["demo.exe"]
+    env, policy = cache.set_by
+    assert isinstance(env, EnvSetting) and env.env == ["DEMO_HOME"] and env.value == "{value}/cache"
+    assert isinstance(policy, PolicySetting) and policy.browser == "chromium"
+    assert cache.ask is not None and cache.ask.command == ["demo", "where"]
+    assert cache.units == [EntryUnits(under="wheels")] and cache.units[0].type == "directory-entries"
+    assert [c.type for c in profile.checks[0].when] == ["filesystem_type"]  # one mapping: a list of one
+    assert [r.method for r in cache.relocate] == ["link", "env"]
+
+
+@pytest.mark.parametrize(("setting", "expected"), [
+    ("{value: x}", "locations[0].set_by[0]: a setting names one of `env`, `config` or `policy`"),
+    ("{env: A, policy: B, browser: chrome}", "locations[0].set_by[0]: a setting names one of"),
+    ("{env: A, $setting: config}", "locations[0].set_by[0].$setting: unknown field"),
+    ("{env: []}", "locations[0].set_by[0].env: expected at least 1 item"),
+])
+def test_a_setting_is_told_apart_by_its_key(setting: str, expected: str) -> None:
+    text = GOOD.replace("    relocate:\n", f"    set_by: [{setting}]\n    relocate:\n", 1)
+    messages = errors_of(text)
+    assert any(m.startswith("p.yaml:") and expected in m for m in messages), messages
+
+
+def test_the_schema_accepts_every_built_in_profile_and_refuses_what_the_loader_refuses() -> None:
+    import jsonschema
+    import yaml
+
+    from cachedoctor.profiles.loader import builtin_profiles_dir, json_schema
+
+    validator = jsonschema.Draft202012Validator(json_schema())
+    files = sorted(builtin_profiles_dir().glob("*.yaml"))
+    assert len(files) > 50
+    for path in files:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        errors = [f"{list(e.absolute_path)}: {e.message}" for e in validator.iter_errors(data)]
+        assert errors == [], (path.name, errors[:3])
+    shorthand = yaml.safe_load(GOOD.replace("      - method: link\n", "      - method: teleport\n"))
+    assert not validator.is_valid(shorthand)
+    assert "$setting" not in json.dumps(json_schema())

@@ -176,12 +176,14 @@ def test_ntfs_quota_goes_where_the_cache_lives_now_and_not_on_the_system_drive()
     from cachedoctor.locate.files import DictFiles
     from cachedoctor.locate.world import World
     from cachedoctor.profiles.model import Profile
+    from cachedoctor.profiles.validation import validate
     from cachedoctor.quota import check_ntfs_drive, ntfs_target
 
-    profile = Profile.model_validate({
+    profile, problems = validate({
         "id": "pip", "name": "pip", "description": "x",
         "locations": [{"id": "cache", "paths": {"windows": "%LOCALAPPDATA%\\pip\\Cache"},
-                       "safe_to_delete": True}]})
+                       "safe_to_delete": True}]}, Profile)
+    assert profile is not None, problems
     host = Host(os="windows", env={"LOCALAPPDATA": "C:\\Users\\ana\\AppData\\Local"},
                 home="C:\\Users\\ana")
     declared = "C:\\Users\\ana\\AppData\\Local\\pip\\Cache"

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import get_args
 
 import pytest
 
+from cachedoctor.profiles.base import PathsPerOs
 from cachedoctor.profiles.loader import load_profiles
-from cachedoctor.profiles.model import Location, Profile
+from cachedoctor.profiles.model import Location
+from cachedoctor.profiles.schema import profile_schema
 from cachedoctor.relocate.methods import ENTRIES, METHODS, NAMES, RelocationMethod, method_of
 from tests.conftest import run_cli
 
@@ -22,13 +23,13 @@ def _sources() -> list[tuple[Path, str]]:
 
 
 def test_every_relocation_method_of_the_profile_format_has_a_strategy() -> None:
-    schema = Profile.model_json_schema()
-    tags = {d["properties"]["method"]["const"] for name, d in schema["$defs"].items()
+    schema = profile_schema()
+    tags = {d["properties"]["method"]["enum"][0] for name, d in schema["$defs"].items()
             if name.endswith("Relocation")}
     assert tags == set(NAMES) == set(METHODS)
     for name, strategy in METHODS.items():
         assert isinstance(strategy, RelocationMethod) and strategy.name == name
-        assert get_args(strategy.entry.model_fields["method"].annotation) == (name,)
+        assert strategy.entry.__struct_config__.tag == name
     assert {e.__name__ for e in ENTRIES} == {f"{n.capitalize()}Relocation" for n in NAMES}
 
 
@@ -56,10 +57,11 @@ def test_the_fallback_method_is_offered_unless_the_profile_forbids_it() -> None:
     from cachedoctor.relocate.plan import relocation_methods
 
     host = Host(os="linux")
-    free = Location(id="cache", kind="cache", paths={"linux": ["~/.cache/x"]}, safe_to_delete=True)
+    paths = PathsPerOs(linux=["~/.cache/x"])
+    free = Location(id="cache", kind="cache", paths=paths, safe_to_delete=True)
     assert [r.method for r in relocation_methods(free, host)] == [
         n for n, m in METHODS.items() if m.fallback]
-    locked = Location(id="cache", kind="cache", paths={"linux": ["~/.cache/x"]}, safe_to_delete=True,
+    locked = Location(id="cache", kind="cache", paths=paths, safe_to_delete=True,
                       link_forbidden="the tool resolves links")
     assert relocation_methods(locked, host) == []
 

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import result_of, run_cli, user_cache_root
+from tests.conftest import profile_json, result_of, run_cli, user_cache_root
 
 
 def df_columns(path: Path, *fields: str) -> list[str]:
@@ -294,7 +294,7 @@ def test_disk_cache_size_is_a_32_bit_integer_everywhere(isolated_home: Path, tmp
     for browser, folder in (("chromium", "etc/chromium"), ("chrome", "etc/opt/chrome"),
                             ("edge", "etc/opt/edge")):
         profile = load_profile_file(builtin_profiles_dir() / f"{browser}.yaml")
-        text = json.dumps(profile.model_dump(mode="json"))
+        text = profile_json(profile)
         assert not [n for n in re.findall(r"\d{10,}", text) if int(n) > 2**31 - 1], browser
         policy = root / folder / "policies/managed/cachedoctor.json"
         policy.parent.mkdir(parents=True, exist_ok=True)

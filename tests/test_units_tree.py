@@ -38,7 +38,7 @@ def test_unit_sizes_equal_du_on_every_filesystem(realfs) -> None:
         make_repo(hub, f"org/m{n}", {a: {"w.bin": os.urandom(70000 + n), "c.json": b"{}" * 900},
                                      b: {"w.bin": os.urandom(3000), "c.json": b"{}" * 900}},
                   {"main": a})
-    s = survey(str(hub), [HfHubUnits(type="hf-hub")])
+    s = survey(str(hub), [HfHubUnits()])
     assert len(s.units) == 3
     for unit in s.units:
         assert unit.bytes == du(hub / unit.path), (realfs.kind, unit.id)
@@ -53,7 +53,7 @@ def test_directory_entry_sizes_equal_du_with_hard_links_and_empty_folders(tmp_pa
     (root / "b").mkdir()
     os.link(root / "a" / "f", root / "b" / "same")  # one inode in two units: shared
     (root / "b" / "g").write_bytes(b"y" * 5000)
-    s = survey(str(root), [EntryUnits(type="directory-entries", under=".")])
+    s = survey(str(root), [EntryUnits(under=".")])
     units = {u.id: u for u in s.units}
     assert units["a"].bytes == du(root / "a")
     assert units["b"].bytes == du(root / "b" / "same", root / "b" / "g", root / "b")

@@ -54,7 +54,7 @@ from cachedoctor.clean.model import (
 )
 from cachedoctor.errors import RefusedError, UserInputError
 from cachedoctor.host import Host
-from cachedoctor.profiles.model import Location, Profile
+from cachedoctor.profiles.model import Location, Profile, ToolOnlyUnits
 from cachedoctor.safedelete import FileInfo, Rules
 from cachedoctor.safety import check_not_protected, clean_refusal
 
@@ -218,8 +218,8 @@ def _plan_location(
         older_than = None  # a scheduled age policy covers only the configured kinds
         if quota is None:
             return None
-    tool_only = next((u for u in loc.units if u.type == "tool-only"), None)
-    structured = [u for u in loc.units if u.type != "tool-only"]
+    tool_only = next((u for u in loc.units if isinstance(u, ToolOnlyUnits)), None)
+    structured = [u for u in loc.units if not isinstance(u, ToolOnlyUnits)]
     by_rules = older_than is not None or cap is not None
     if policy.units and not structured:
         if tool_only is not None:

@@ -29,11 +29,7 @@ def main() -> None:
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), _terminate)
     try:
-        import os
-
         _never_crash_on_encoding()
-        # typer builds a pydantic adapter per option; the plugin search is start-up time we don't use
-        os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
         from cachedoctor.cli.app import run
 
         code = run()

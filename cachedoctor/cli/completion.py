@@ -2,7 +2,7 @@
 
 The shells run `cachedoctor` with `_CACHEDOCTOR_COMPLETE` set (typer's protocol, for bash,
 zsh, fish and PowerShell) at every Tab: this path reads the names part of the profile index (no
-pydantic, no YAML on a warm start) and nothing that draws (no rich), says nothing on stderr, and
+profile model, no YAML on a warm start) and nothing that draws (no rich), says nothing on stderr, and
 builds only the command the line names (`cli.app.build_command`).
 """
 

@@ -16,7 +16,7 @@ import ntpath
 import os
 import posixpath
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 
 from cachedoctor.host import Host
 from cachedoctor.locate.world import World
@@ -171,33 +171,18 @@ def _settings_of(location: Location) -> list[Setting]:
             for var, template in relocation.vars.items():
                 if template == "{dest}" and var.upper() not in names:
                     names.add(var.upper())
-                    envs.append(_derived(EnvSetting, env=[var]))
+                    envs.append(EnvSetting(env=[var]))
         elif isinstance(relocation, ConfigRelocation) and relocation.value == "{dest}":
-            key = _derived(ConfigKey, file=relocation.file, format=relocation.format,
-                           key=relocation.key, section=relocation.section)
+            key = ConfigKey(file=relocation.file, format=relocation.format,
+                            key=relocation.key, section=relocation.section)
             if _config_id(key) not in keys:
                 keys.add(_config_id(key))
-                configs.append(_derived(ConfigSetting, config=key,
-                                        pick="first" if relocation.as_list else "value"))
+                configs.append(ConfigSetting(config=key,
+                                             pick="first" if relocation.as_list else "value"))
         elif isinstance(relocation, PolicyRelocation) and relocation.browser not in browsers:
             browsers.add(relocation.browser)
-            policies.append(_derived(PolicySetting, browser=relocation.browser,
-                                     policy=relocation.policy))
+            policies.append(PolicySetting(browser=relocation.browser, policy=relocation.policy))
     return [*out, *envs, *configs, *policies]
-
-
-_BLANK: dict[type[Any], Any] = {}
-_M = TypeVar("_M", EnvSetting, ConfigKey, ConfigSetting, PolicySetting)
-
-
-def _derived(model: type[_M], **fields: Any) -> _M:
-    """A model made of parts of a validated profile, not validated again (that would build
-    the model's validators on every start-up): a copy of an instance holding the defaults
-    (made once per class: pydantic computes defaults slowly) with `fields` set."""
-    blank = _BLANK.get(model)
-    if blank is None:
-        blank = _BLANK[model] = model.model_construct(**{})
-    return blank.model_copy(update=fields)  # type: ignore[no-any-return]
 
 
 def _config_id(key: ConfigKey) -> tuple[str, str, str]:

@@ -26,7 +26,6 @@ import glob
 import hashlib
 import json
 import os
-import secrets
 import shlex
 import signal
 import subprocess
@@ -204,6 +203,8 @@ def run(shell: str, env: dict[str, str], *, timeout: float | None = None
         return None, f"{shell} is not a shell cachedoctor knows"
     if not sys.executable:
         return None, "no Python interpreter to print the environment with"
+    import secrets  # only when the shell is asked, not for a cached answer
+
     marker = secrets.token_hex(16)
     if shellenv.SHELLS[name].syntax == "fish":
         from cachedoctor.envvars.posix import fish_quote

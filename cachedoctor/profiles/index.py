@@ -3,14 +3,14 @@
 Parsing YAML and validating every profile took most of a command's start-up; the index keeps
 each file's outcome (its `Profile`, or the exact `ProfileError`s it gave) keyed by the file's
 path, size, mtime, ctime and inode, and is valid only for the cachedoctor version, the Python
-and pydantic versions and the validating code it was written with. Any change re-validates that
+and msgspec versions and the validating code it was written with. Any change re-validates that
 file; a damaged or foreign index is ignored and rewritten, silently. A file modified in the last
 seconds is not recorded (a second edit of the same size within the timestamp granularity would
 otherwise go unseen, as in git's "racy" index entries).
 
 The file holds two pickles: first the names of each valid profile (id, aliases, location ids:
 plain data), then the outcomes. Shell completion reads only the first (`read_names`), so a Tab
-neither imports pydantic nor builds the profile model.
+neither imports msgspec nor the profile model.
 """
 
 from __future__ import annotations
@@ -47,10 +47,10 @@ def file_key(st: os.stat_result) -> _FileKey:
 
 
 def _stamp() -> tuple[Any, ...]:
-    """What every outcome in the index was computed with (its classes are pydantic's)."""
-    import pydantic
+    """What every outcome in the index was computed with (its classes are msgspec structs)."""
+    import msgspec
 
-    return (*_code_stamp(), pydantic.VERSION)
+    return (*_code_stamp(), msgspec.__version__)
 
 
 def _code_stamp() -> tuple[Any, ...]:
@@ -118,7 +118,7 @@ class ProfileIndex:
             self.entries = {name: entry for name, entry in self.entries.items()
                             if os.path.exists(name)}
             names = {name: (key, _names(outcome)) for name, (key, outcome) in self.entries.items()}
-            # the names part carries the code stamp alone: reading it needs no pydantic
+            # the names part carries the code stamp alone: reading it needs no msgspec
             _write(self.path, (self.stamp[:-1], names), (self.stamp, self.entries))
 
 

@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
     import yaml
-    from pydantic_core import ErrorDetails
 
     from cachedoctor.profiles.model import Profile
+    from cachedoctor.profiles.validation import Problem
 
 Origin = Literal["builtin", "user", "extra"]
 PROFILES_DIR_ENV = "CACHEDOCTOR_PROFILES_DIR"
@@ -139,7 +139,7 @@ def profile_dirs(extra: Sequence[str | Path] = ()) -> list[tuple[Path, Origin]]:
 
 def load_names(extra_dirs: Sequence[str | Path] = ()) -> dict[str, ToolNames]:
     """{id: names} of the profiles `load_profiles(extra_dirs)` gives, from the names part of
-    the index when it covers every file as it is now (no pydantic, no YAML), else by loading."""
+    the index when it covers every file as it is now (no msgspec, no YAML), else by loading."""
     from cachedoctor.profiles.index import file_key, read_names
 
     known = read_names()
@@ -212,9 +212,9 @@ class _BadNode(Exception):
 
 def parse_profile(text: str, name: str) -> Profile:
     import yaml
-    from pydantic import ValidationError
 
     from cachedoctor.profiles.model import Profile
+    from cachedoctor.profiles.validation import validate
 
     if len(text) > MAX_PROFILE_BYTES:
         raise ProfileFileError([ProfileError(
@@ -245,12 +245,9 @@ def parse_profile(text: str, name: str) -> Profile:
         raise ProfileFileError(
             [ProfileError(name, 1, None, "expected a mapping with id, name, locations, ...")]
         )
-    try:
-        profile = Profile.model_validate(data)
-    except ValidationError as exc:
-        raise ProfileFileError(
-            [_error_from(name, err, data, lines) for err in exc.errors()]
-        ) from None
+    profile, found = validate(data, Profile)
+    if profile is None:
+        raise ProfileFileError([_error_from(name, problem, data, lines) for problem in found])
     problems = profile.reference_problems()
     if problems:
         raise ProfileFileError(
@@ -333,39 +330,21 @@ def _scalar(node: yaml.Node) -> Any:
         raise _BadNode(node.start_mark.line + 1, f"invalid value: {problem}") from None
 
 
-def _error_from(name: str, err: ErrorDetails, data: Any, lines: dict[tuple[Any, ...], int]) -> ProfileError:
-    """Map a pydantic error location onto the data path (skipping union tags) and its line."""
-    path: tuple[Any, ...] = ()
+def _error_from(name: str, problem: Problem, data: Any, lines: dict[tuple[Any, ...], int]) -> ProfileError:
+    """A problem at its line. Its path is the model's; in the file, a one-item list may be
+    written as the item itself (`when: {type: ...}`), so steps the data lacks are left out."""
+    at: tuple[Any, ...] = ()
     current = data
-    for part in err["loc"]:
+    for part in problem.at:
         if isinstance(current, dict) and part in current:
             current = current[part]
         elif isinstance(current, list) and isinstance(part, int) and part < len(current):
             current = current[part]
         else:
-            continue  # a discriminator tag such as 'link', or the missing key itself
-        path += (part,)
-    field_path = (*path, err["loc"][-1]) if err["type"] == "missing" else path
-    return ProfileError(name, lines.get(path), _dotted(field_path) or None, _explain(err))
-
-
-def _explain(err: ErrorDetails) -> str:
-    kind, msg = err["type"], err["msg"]
-    if kind == "missing":
-        return "required field is missing"
-    if kind == "extra_forbidden":
-        return "unknown field (check the spelling; see `cachedoctor profiles schema`)"
-    if kind == "union_tag_invalid":
-        ctx = err.get("ctx", {})
-        return f"unknown type {ctx.get('tag')!r}; expected one of {ctx.get('expected_tags')}"
-    if kind == "union_tag_not_found":
-        return f"missing the `{err.get('ctx', {}).get('discriminator', 'type')}` field that says which kind this is"
-    if msg.startswith("Value error, "):
-        msg = msg[len("Value error, ") :]
-    got = err.get("input")
-    if isinstance(got, (str, int, float, bool)) and kind not in ("value_error", "assertion_error"):
-        return f"{msg} (got {got!r})"
-    return msg
+            continue
+        at += (part,)
+    field = (*at, *problem.field[len(problem.at):])
+    return ProfileError(name, _line_of(at, lines), _dotted(field) or None, problem.message)
 
 
 def _dotted(path: tuple[Any, ...]) -> str:
@@ -376,9 +355,6 @@ def _dotted(path: tuple[Any, ...]) -> str:
 
 
 def json_schema() -> dict[str, Any]:
-    from cachedoctor.profiles.model import Profile
+    from cachedoctor.profiles.schema import profile_schema
 
-    schema = Profile.model_json_schema()
-    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = "cachedoctor profile"
-    return schema
+    return profile_schema()

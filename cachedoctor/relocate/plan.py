@@ -74,7 +74,7 @@ def relocation_methods(location: Location, host: Host) -> list[Relocation]:
     for name, strategy in METHODS.items():
         if (strategy.fallback and strategy.forbidden(location) is None
                 and not any(r.method == name for r in usable)):
-            usable.append(strategy.entry(method=name))
+            usable.append(strategy.entry())
     return usable
 
 

@@ -25,12 +25,15 @@ if TYPE_CHECKING:
 SaveCallback = Callable[[], None]
 
 
-class RelocationEntry(ProfileModel):
-    """One entry of a location's `relocate:` list; each method's entry narrows `method` to its
-    own name (the discriminator of the profile format)."""
+class RelocationEntry(ProfileModel, tag_field="method", kw_only=True):
+    """One entry of a location's `relocate:` list; each method's entry is tagged with its own
+    name (`method: link`, the discriminator of the profile format)."""
 
-    method: str
     why: str | None = None
+
+    @property
+    def method(self) -> str:
+        return str(self.__struct_config__.tag)
 
 
 def fill(template: str, dest: str) -> str:

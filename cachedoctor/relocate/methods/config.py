@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any
 
-from pydantic import Field
+from msgspec import Meta
 
 from cachedoctor.errors import UserInputError
-from cachedoctor.profiles.base import PathsPerOs, WritableFormat
+from cachedoctor.profiles.base import PathsPerOs, check_writable_format
 from cachedoctor.relocate import faults
 from cachedoctor.relocate.methods.base import (
     RelocationEntry,
@@ -29,18 +29,18 @@ if TYPE_CHECKING:
     from cachedoctor.relocate.journal import Operation
 
 
-class ConfigRelocation(RelocationEntry):
+class ConfigRelocation(RelocationEntry, tag="config"):
     """A key in the tool's own config file (pip.conf `cache-dir`, .npmrc `cache`, .condarc `pkgs_dirs`)."""
 
-    method: Literal["config"]
     file: PathsPerOs
-    format: WritableFormat
-    key: str | list[str] = Field(description="A flat key, or a list of nested keys.")
-    section: str | None = Field(
-        default=None, description="INI section, e.g. `global` for pip.conf."
-    )
-    value: str = Field(default="{dest}", description="Value template; `{dest}` is the new folder.")
-    as_list: bool = Field(default=False, description="Store the value as the first item of a list.")
+    format: str
+    key: Annotated[str | list[str], Meta(description="A flat key, or a list of nested keys.")]
+    section: Annotated[str | None, Meta(description="INI section, e.g. `global` for pip.conf.")] = None
+    value: Annotated[str, Meta(description="Value template; `{dest}` is the new folder.")] = "{dest}"
+    as_list: Annotated[bool, Meta(description="Store the value as the first item of a list.")] = False
+
+    def _check(self) -> None:
+        check_writable_format(self.format)
 
 
 class ConfigMethod(RelocationMethod):

@@ -4,9 +4,9 @@ is changed by the user, following the profile's instructions."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field
+from msgspec import Meta
 
 from cachedoctor.profiles.base import PerOs
 from cachedoctor.relocate import faults
@@ -25,22 +25,19 @@ if TYPE_CHECKING:
     from cachedoctor.relocate.journal import Operation
 
 
-class EnvRelocation(RelocationEntry):
+class EnvRelocation(RelocationEntry, tag="env"):
     """Point the tool at the new folder with environment variables."""
 
-    method: Literal["env"]
-    vars: dict[str, str] = Field(
+    vars: Annotated[dict[str, str], Meta(
         min_length=1,
         description="Variable name -> value template; `{dest}` is the new cache folder.",
-    )
-    scope: Literal["user", "service"] = Field(
-        default="user",
+    )]
+    scope: Annotated[Literal["user", "service"], Meta(
         description="`service`: the variable is read by a background service, which needs its own change.",
-    )
-    service: PerOs | None = Field(
-        default=None,
+    )] = "user"
+    service: Annotated[PerOs | None, Meta(
         description="Per OS, the exact instructions to change the service's environment.",
-    )
+    )] = None
 
 
 class EnvMethod(RelocationMethod):

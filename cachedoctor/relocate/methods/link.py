@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field
+from msgspec import Meta
 
 from cachedoctor.errors import OperationFailed, RefusedError, UserInputError
 from cachedoctor.links import LinkKind, create_link, link_kind, link_target, points_to, remove_link
@@ -18,15 +18,13 @@ if TYPE_CHECKING:
     from cachedoctor.relocate.journal import Operation
 
 
-class LinkRelocation(RelocationEntry):
+class LinkRelocation(RelocationEntry, tag="link"):
     """Move the folder and leave a link at the old path."""
 
-    method: Literal["link"]
-    windows_link: Literal["junction", "symlink", "any"] = Field(
-        default="any",
+    windows_link: Annotated[Literal["junction", "symlink", "any"], Meta(
         description="Link kind required on Windows; `junction` when the tool resolves symlinks "
         "back to their target (e.g. with GetFinalPathNameByHandle).",
-    )
+    )] = "any"
 
 
 def choose_link_kind(relocation: LinkRelocation, host: Host, requested: LinkKind | None) -> LinkKind:

@@ -4,7 +4,7 @@ cachedoctor does not write)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 from cachedoctor.errors import OperationFailed
 from cachedoctor.policies import Browser
@@ -18,10 +18,9 @@ if TYPE_CHECKING:
     from cachedoctor.relocate.journal import Operation
 
 
-class PolicyRelocation(RelocationEntry):
+class PolicyRelocation(RelocationEntry, tag="policy"):
     """A browser's managed `DiskCacheDir` policy."""
 
-    method: Literal["policy"]
     browser: Browser
     policy: str = "DiskCacheDir"
 

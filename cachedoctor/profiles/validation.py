@@ -1,0 +1,260 @@
+"""Plain data (a parsed profile) into the profile structs, with every problem found.
+
+msgspec checks types, constraints and unknown keys, and stops at a struct's first problem. This
+walks the model's types bottom-up so that each struct is converted on its own: a problem in one
+location, preset or check does not hide those of the others. On the way it applies what the
+format allows beyond plain types, as the field annotations say (`cachedoctor.profiles.base`):
+one value for a one-item list, a list for a mapping's only field, a union told apart by the key
+an item has, and each struct's `_check`. It runs when a file is validated, never on a warm
+start (the profile index keeps the structs).
+"""
+
+from __future__ import annotations
+
+import re
+import types
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+
+import msgspec
+
+from cachedoctor.errors import CachedoctorError
+from cachedoctor.profiles.base import FieldProblem
+
+T = TypeVar("T")
+DataPath = tuple[str | int, ...]
+
+
+@dataclass(frozen=True)
+class Problem:
+    """What is wrong (`message`) with the value at `at` (the line to show), reported as
+    `field` (`at` itself, or a key missing or unknown below it)."""
+
+    at: DataPath
+    field: DataPath
+    message: str
+
+
+class _Failed:
+    """A value that did not convert; its problems are recorded."""
+
+
+_FAILED = _Failed()
+
+
+def validate(data: Any, target: type[T]) -> tuple[T | None, list[Problem]]:
+    """`data` as a `target` struct, or None and the problems (every struct's first one)."""
+    problems: list[Problem] = []
+    value = _convert(data, target, (), problems)
+    if problems or isinstance(value, _Failed):
+        return None, problems
+    return value, []
+
+
+def _convert(value: Any, annotation: Any, path: DataPath, problems: list[Problem]) -> Any:
+    kind, extra = unwrap(annotation)
+    origin = get_origin(kind)
+    if origin is Union or origin is types.UnionType:
+        options = [a for a in get_args(kind) if a is not type(None)]
+        if value is None and len(options) < len(get_args(kind)):
+            return None
+        if len(options) == 1:
+            return _convert(value, options[0], path, problems)
+        structs = [a for a in options if is_struct(unwrap(a)[0])]
+        if len(structs) > 1:
+            return _convert_tagged(value, structs, extra, path, problems)
+        return value  # `str | list[str]`: msgspec checks it with its struct
+    if origin is list:
+        if extra.get("one_or_many") and not isinstance(value, list):
+            value = [value]
+        if not isinstance(value, list):
+            return value
+        (item,) = get_args(kind)
+        converted = [_convert(v, item, (*path, i), problems) for i, v in enumerate(value)]
+        if any(isinstance(v, _Failed) for v in converted):
+            return _FAILED
+        return converted
+    if is_struct(kind):
+        if isinstance(value, list) and "shorthand" in extra:
+            value = {extra["shorthand"]: value}
+        return _convert_struct(value, kind, path, problems)
+    return value
+
+
+def _convert_struct(value: Any, struct: type[Any], path: DataPath, problems: list[Problem]) -> Any:
+    failed = False
+    if isinstance(value, dict):
+        hints = fields_of(struct)
+        value = dict(value)
+        for key, sub in list(value.items()):
+            if key in hints:
+                converted = _convert(sub, hints[key], (*path, key), problems)
+                if isinstance(converted, _Failed):
+                    failed = True
+                    del value[key]  # reported; the struct's other problems still are
+                else:
+                    value[key] = converted
+    try:
+        instance = msgspec.convert(value, struct)
+    except msgspec.ValidationError as exc:
+        problem = _from_msgspec(exc, value, struct, path)
+        if not any(p.field[: len(problem.field)] == problem.field for p in problems):
+            problems.append(problem)  # else it follows from one reported (an item left out)
+        return _FAILED
+    if failed:
+        return _FAILED
+    try:
+        instance._check()
+    except ValueError as exc:
+        message = exc.message if isinstance(exc, CachedoctorError) else str(exc)
+        at = (*path, exc.field) if isinstance(exc, FieldProblem) else path
+        problems.append(Problem(at, at, message))
+        return _FAILED
+    return instance
+
+
+def _convert_tagged(value: Any, structs: list[Any], extra: dict[str, Any], path: DataPath,
+                    problems: list[Problem]) -> Any:
+    """One of several structs: by the value of their tag field (`method: link`), or for a
+    union marked `by_key`, by which of their tags the mapping has as a key (`env:`)."""
+    members = {str(s.__struct_config__.tag): s for s in structs}
+    tag_field = str(structs[0].__struct_config__.tag_field)
+    if not isinstance(value, dict):
+        problems.append(Problem(path, path, f"expected a mapping{_got(value)}"))
+        return _FAILED
+    if "by_key" in extra:
+        if tag_field in value:
+            problems.append(Problem((*path, tag_field), (*path, tag_field), _UNKNOWN_FIELD))
+            return _FAILED
+        named = [tag for tag in members if tag in value]
+        if len(named) != 1:
+            problems.append(Problem(path, path, extra["by_key"]))
+            return _FAILED
+        return _convert_struct(value, members[named[0]], path, problems)
+    tag = value.get(tag_field)
+    if tag is None:
+        problems.append(Problem(path, path, f"missing the `{tag_field}` field that says which kind "
+                                            f"this is (one of {_choices(members)})"))
+        return _FAILED
+    if not isinstance(tag, str) or tag not in members:
+        problems.append(Problem(path, path, f"unknown type {tag!r}; expected one of {_choices(members)}"))
+        return _FAILED
+    return _convert_struct(value, members[tag], path, problems)
+
+
+_UNKNOWN_FIELD = "unknown field (check the spelling; see `cachedoctor profiles schema`)"
+_AT = re.compile(r"^(?P<message>.*?)(?: - at `\$(?P<path>.*)`)?$", re.DOTALL)
+_STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]|\[([^\]]*)\]")
+_WORDS = {"str": "a string", "int": "an integer", "float": "a number", "bool": "true or false",
+          "array": "a list", "object": "a mapping", "null": "nothing", "date": "a date",
+          "datetime": "a date and time", "time": "a time"}
+
+
+def _from_msgspec(exc: msgspec.ValidationError, value: Any, struct: type[Any],
+                  path: DataPath) -> Problem:
+    """msgspec's message (`Expected `str`, got `int` - at `$.paths.linux[0]``) as a Problem."""
+    match = _AT.match(str(exc))
+    assert match is not None  # the pattern matches any text
+    message, inner = match["message"], _steps(match["path"] or "")
+    at: DataPath = (*path, *inner)
+    field = re.fullmatch(r"Object (missing required|contains unknown) field `(.*)`", message)
+    if field is not None:
+        key = (*at, field[2])
+        if field[1] == "missing required":
+            return Problem(at, key, "required field is missing")
+        return Problem(key, key, _UNKNOWN_FIELD)
+    if isinstance(exc.__cause__, ValueError):  # a validator msgspec ran (none of ours do)
+        return Problem(at, at, str(exc.__cause__))
+    got = _value_at(value, inner)
+    if message.startswith("Invalid enum value"):
+        choices = get_args(unwrap(_type_at(struct, inner))[0])
+        text = f"expected {_choices(dict.fromkeys(map(str, choices)))}" if choices else "invalid value"
+    else:
+        text = _plain(message)
+    return Problem(at, at, f"{text}{_got(got)}")
+
+
+def _plain(message: str) -> str:
+    """`Expected `array` of length >= 1` -> `expected a list of length >= 1`."""
+    text = re.sub(r"`(\w+)`", lambda m: _WORDS.get(m[1], m[1]), message)
+    text = re.sub(r"^Expected a (list|mapping) of length >= (\d+)$",
+                  lambda m: f"expected at least {m[2]} {'item' if m[1] == 'list' else 'entry'}"
+                            f"{'' if m[2] == '1' else 's'}", text)
+    text = re.sub(r"^Expected a string of length <= (\d+)$", r"expected at most \1 characters", text)
+    text = re.sub(r"^Expected a string matching regex (.*)$", r"expected a string matching \1", text)
+    return text[:1].lower() + text[1:]
+
+
+def _got(value: Any) -> str:
+    return f" (got {value!r})" if isinstance(value, (str, int, float, bool)) else ""
+
+
+def _choices(names: dict[str, Any]) -> str:
+    quoted = [repr(n) for n in names]
+    return quoted[0] if len(quoted) == 1 else f"{', '.join(quoted[:-1])} or {quoted[-1]}"
+
+
+def _steps(text: str) -> DataPath:
+    steps: list[str | int] = []
+    for match in _STEP.finditer(text):
+        name, index, key = match.groups()
+        steps.append(int(index) if index is not None else (name if name is not None else key.strip("'\"")))
+    return tuple(steps)
+
+
+def _value_at(value: Any, steps: DataPath) -> Any:
+    for step in steps:
+        if isinstance(value, dict) and step in value:
+            value = value[step]
+        elif isinstance(value, list) and isinstance(step, int) and step < len(value):
+            value = value[step]
+        else:
+            return None
+    return value
+
+
+def _type_at(struct: type[Any], steps: DataPath) -> Any:
+    """The annotation of the value at `steps` below a `struct` (for the choices of a Literal)."""
+    current: Any = struct
+    for step in steps:
+        kind = unwrap(current)[0]
+        options = [a for a in get_args(kind) if a is not type(None)]
+        if get_origin(kind) in (Union, types.UnionType) and len(options) == 1:
+            kind = unwrap(options[0])[0]
+        if is_struct(kind) and isinstance(step, str):
+            current = fields_of(kind).get(step)
+        elif get_origin(kind) in (list, dict):
+            current = get_args(kind)[-1]
+        else:
+            return None
+    kind = unwrap(current)[0]
+    options = [a for a in get_args(kind) if a is not type(None)]
+    if get_origin(kind) in (Union, types.UnionType) and len(options) == 1:
+        return options[0]
+    return kind if get_origin(kind) is Literal else None
+
+
+def unwrap(annotation: Any) -> tuple[Any, dict[str, Any]]:
+    """The type under `Annotated[...]` and the `extra` of its msgspec.Meta annotations."""
+    extra: dict[str, Any] = {}
+    while get_origin(annotation) is Annotated:
+        for meta in annotation.__metadata__:
+            if isinstance(meta, msgspec.Meta) and meta.extra:
+                extra.update(meta.extra)
+        annotation = annotation.__origin__
+    return annotation, extra
+
+
+def is_struct(kind: Any) -> bool:
+    return isinstance(kind, type) and issubclass(kind, msgspec.Struct)
+
+
+_FIELDS: dict[type[Any], dict[str, Any]] = {}
+
+
+def fields_of(struct: type[Any]) -> dict[str, Any]:
+    """{field: annotation} of a struct (resolved once)."""
+    hints = _FIELDS.get(struct)
+    if hints is None:
+        hints = _FIELDS[struct] = get_type_hints(struct, include_extras=True)
+    return hints
