@@ -8,6 +8,7 @@ of it: same command line). A child that ran another program counts like any proc
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -53,19 +54,67 @@ def _process_table() -> tuple[_Row, ...]:
     global _snapshot
     now = time.monotonic()
     if _snapshot is None or now - _snapshot[0] > _SNAPSHOT_TTL:
-        import psutil
-
-        table = tuple(
-            _Row(
-                proc.info["pid"],
-                proc.info["ppid"] or 0,
-                proc.info["name"] or "",
-                proc.info["status"] in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD),
-            )
-            for proc in psutil.process_iter(["pid", "ppid", "name", "status"])
-        )
-        _snapshot = (now, table)
+        table = _proc_table() if sys.platform.startswith("linux") else None
+        _snapshot = (now, table if table is not None else _psutil_table())
     return _snapshot[1]
+
+
+def _psutil_table() -> tuple[_Row, ...]:
+    import psutil
+
+    return tuple(
+        _Row(
+            proc.info["pid"],
+            proc.info["ppid"] or 0,
+            proc.info["name"] or "",
+            proc.info["status"] in (psutil.STATUS_ZOMBIE, psutil.STATUS_DEAD),
+        )
+        for proc in psutil.process_iter(["pid", "ppid", "name", "status"])
+    )
+
+
+def _proc_table(proc: str = "/proc") -> tuple[_Row, ...] | None:
+    """Linux: the process list read from `/proc/<pid>/stat` as psutil reads it (importing psutil
+    was most of the cost of the hint): the name is the `comm` field, or the executable's name
+    from the command line when `comm` is cut at 15 characters and it begins so; Z and X are
+    zombie and dead. None without /proc (psutil answers then)."""
+    try:
+        pids = [int(name) for name in os.listdir(proc) if name.isdigit()]
+    except OSError:
+        return None
+    rows: list[_Row] = []
+    for pid in pids:
+        try:
+            with open(f"{proc}/{pid}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:  # gone since the listing
+            continue
+        start, end = stat.find(b"("), stat.rfind(b")")
+        fields = stat[end + 2:].split()
+        if start < 0 or end < start or len(fields) < 2:
+            continue
+        name = os.fsdecode(stat[start + 1:end])
+        if len(name) >= 15:
+            name = _untruncated(f"{proc}/{pid}/cmdline", name)
+        rows.append(_Row(pid, int(fields[1]), name, fields[0] in (b"Z", b"X", b"x")))
+    return tuple(rows)
+
+
+def _untruncated(cmdline: str, comm: str) -> str:
+    """psutil's rule: a program that rewrote its command line may separate it by spaces."""
+    try:
+        with open(cmdline, "rb") as f:
+            data = f.read()
+    except OSError:
+        return comm
+    if not data:
+        return comm
+    sep = b"\0" if data.endswith(b"\0") else b" "
+    args = data.removesuffix(sep).split(sep)
+    if sep == b"\0" and len(args) == 1 and b" " in args[0]:
+        args = args[0].split(b" ")
+    full = os.path.basename(os.fsdecode(args[0]))
+    return full if full.startswith(comm) else comm
 
 
 def _own_pids(table: tuple[_Row, ...], candidates: list[_Row]) -> set[int]:

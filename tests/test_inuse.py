@@ -615,3 +615,46 @@ def test_a_process_using_the_cache_through_a_bind_mount_is_found(children: Child
     finally:
         children.kill_all()
         subprocess.run(["umount", str(bind)], check=False)
+
+
+@real_processes
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc is Linux's")
+def test_the_proc_process_table_is_psutil_s(tmp_path: Path) -> None:
+    """The Linux reader of /proc against psutil (the oracle), with a process whose name is cut
+    at 15 characters in /proc/<pid>/stat and one whose name holds a parenthesis and a space."""
+    from cachedoctor.processes import _proc_table, _psutil_table
+
+    long_name = tmp_path / "a-very-long-interpreter-name"
+    odd_name = tmp_path / "odd) name"
+    started = []
+    for link in (long_name, odd_name):
+        link.symlink_to(sys.executable)
+        started.append(subprocess.Popen([str(link), "-c", "import time; time.sleep(60)"]))
+    try:
+        time.sleep(0.3)
+        ours, theirs = _proc_table(), _psutil_table()
+        assert ours is not None
+        mine = {row.pid: row for row in ours}
+        oracle = {row.pid: row for row in theirs}
+        common = set(mine) & set(oracle)  # a process may start or end between the two readings
+        assert len(common) > 3
+        assert [mine[p] for p in sorted(common)] == [oracle[p] for p in sorted(common)]
+        assert mine[started[0].pid].name == "a-very-long-interpreter-name"
+        assert mine[started[1].pid].name == "odd) name"
+    finally:
+        for proc in started:
+            proc.kill()
+            proc.wait()
+
+
+def test_a_command_line_rewritten_with_spaces_gives_the_name_as_psutil_does(tmp_path: Path) -> None:
+    from cachedoctor.processes import _proc_table
+
+    for pid, comm, cmdline in ((7, "a-long-daemon-n", b"/usr/bin/a-long-daemon-name: worker 3"),
+                               (8, "short", b"short\0-x\0"), (9, "other-program-n", b"/bin/sh\0")):
+        (tmp_path / str(pid)).mkdir()
+        (tmp_path / str(pid) / "stat").write_bytes(f"{pid} ({comm}) S 1 {pid} 0".encode())
+        (tmp_path / str(pid) / "cmdline").write_bytes(cmdline)
+    (tmp_path / "self").mkdir()
+    rows = {row.pid: row.name for row in _proc_table(str(tmp_path)) or ()}
+    assert rows == {7: "a-long-daemon-name:", 8: "short", 9: "other-program-n"}

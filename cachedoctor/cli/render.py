@@ -95,8 +95,6 @@ def print_table(console: Console | None, columns: Sequence[Column], rows: Sequen
     """Print `rows` under `columns` following the terminal rules (module docstring); `console`
     None: stdout, where a pipe gets the same text as rich would print without rich building
     the console and the table (a third of a small command's time)."""
-    from rich.cells import cell_len
-
     from cachedoctor.cli.base import printable, stdout_console
 
     cleaned: list[list[str] | None] = []
@@ -106,7 +104,7 @@ def print_table(console: Console | None, columns: Sequence[Column], rows: Sequen
             continue
         cleaned.append([printable(tilde(cell) if col.kind == "path" else cell)
                         for col, cell in zip(columns, row, strict=True)])
-    natural = [max([cell_len(c.header)] + [max((cell_len(line) for line in r[i].splitlines()),
+    natural = [max([cell_width(c.header)] + [max((cell_width(line) for line in r[i].splitlines()),
                                                default=0) for r in cleaned if r is not None])
                for i, c in enumerate(columns)]
     shown = list(range(len(columns)))
@@ -137,6 +135,16 @@ def print_table(console: Console | None, columns: Sequence[Column], rows: Sequen
         _print_records(console, columns, shown, cleaned)
 
 
+def cell_width(text: str) -> int:
+    """Columns `text` takes on a terminal, as rich counts them; printable ASCII is one column a
+    character (cells are `printable` already), so rich's width tables load only for the rest."""
+    if text.isascii():
+        return len(text)
+    from rich.cells import cell_len
+
+    return cell_len(text)
+
+
 def _plain_pipe(rows: list[list[str] | None]) -> bool:
     """stdout is a pipe or file that rich would print plainly (see _RICH_STYLING, _RICH_BREAKS)."""
     import sys
@@ -159,8 +167,6 @@ def _print_plain(columns: Sequence[Column], rows: list[list[str] | None],
     a multi-line cell continuing on the next lines, sections invisible, no trailing spaces."""
     import sys
 
-    from rich.cells import cell_len
-
     out: list[str] = []
     for row in [[c.header for c in columns], *rows]:
         if row is None:
@@ -172,9 +178,9 @@ def _print_plain(columns: Sequence[Column], rows: list[list[str] | None],
                 text = lines[k] if k < len(lines) else ""
                 if column.kind == "number":  # right-justified: rich strips the line first
                     text = text.strip(" ")
-                    parts.append(" " * (width - cell_len(text)) + text)
+                    parts.append(" " * (width - cell_width(text)) + text)
                 else:
-                    parts.append(text + " " * (width - cell_len(text)))
+                    parts.append(text + " " * (width - cell_width(text)))
             out.append((" " * GAP).join(parts).rstrip(" "))
     sys.stdout.write("".join(line + "\n" for line in out))
 
