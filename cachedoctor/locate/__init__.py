@@ -36,14 +36,20 @@ def picture(profile: Profile, location_id: str, world: World) -> Picture:
 
 def present(profile: Profile, world: World) -> bool:
     """Whether the tool is here: one of its locations exists (where its settings put it), a
-    setting of its own names a location, or cachedoctor moved one."""
-    from cachedoctor.locate.effective import setting_variables
+    setting of its own names a location, or cachedoctor moved one. (Only the places of each
+    location: the rest of its picture is not needed to say so.)"""
+    from cachedoctor.locate.effective import located, setting_variables
 
-    def configured(pic: Picture) -> bool:
-        names = {n.upper() for n in setting_variables(pic.location)}
-        return any(step.kind in ("config", "policy")
-                   or (step.kind == "env" and (step.name or "").upper() in names)
-                   for place in pic.places for step in place.via)
-
-    return any(pic.existing or pic.record is not None or pic.pending is not None
-               or configured(pic) for pic in pictures([profile], world))
+    for location in profile.locations:
+        key = f"{profile.id}/{location.id}"
+        if key in world.records or key in world.pending:
+            return True
+        places, shell = located(location, world, [])
+        if any(place.exists for place in (*places, *(shell or ()))):
+            return True
+        names = {n.upper() for n in setting_variables(location)}
+        if any(step.kind in ("config", "policy")
+               or (step.kind == "env" and (step.name or "").upper() in names)
+               for place in places for step in place.via):
+            return True
+    return False

@@ -201,12 +201,20 @@ def resolve_profile(profile: Profile, world: World) -> list[Picture]:
     return [resolve_location(profile, location, world) for location in profile.locations]
 
 
+def located(location: Location, world: World, problems: list[str]
+            ) -> tuple[tuple[Place, ...], tuple[Place, ...] | None]:
+    """The places of a location for new sessions, and this shell's own when they differ
+    (the part of its picture that says whether the tool is here: `locate.present`)."""
+    places = _places(location, world.new_session_host(), world, problems, persistent=True)
+    shell_places = _places(location, world.host, world, [], persistent=False)
+    shell = shell_places if [p.path for p in shell_places] != [p.path for p in places] else None
+    return places, shell
+
+
 def resolve_location(profile: Profile, location: Location, world: World) -> Picture:
     new_host = world.new_session_host()
     problems: list[str] = []
-    places = _places(location, new_host, world, problems, persistent=True)
-    shell_places = _places(location, world.host, world, [], persistent=False)
-    shell = shell_places if [p.path for p in shell_places] != [p.path for p in places] else None
+    places, shell = located(location, world, problems)
     effective = {_key(p.path, world.host) for p in (*places, *(shell or ()))}
     unused = tuple(
         path for path in _defaults(location, new_host, world)
