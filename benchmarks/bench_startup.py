@@ -32,13 +32,15 @@ TARGET_DEFAULT_SCAN_MS = 100.0  # scan of a home with every built-in location, s
 FILES_PER_LOCATION = 3
 
 
-def home_env(home: Path) -> dict[str, str]:
+def home_env(home: Path, state: Path | None = None) -> dict[str, str]:
     """`bench_env()` with HOME and the XDG folders inside `home` (cachedoctor's own state,
-    the profile index among it, included), no extra profile folder, no login shell run."""
+    the profile index among it, included, unless `state` is given), no extra profile folder,
+    no login shell run."""
     env = bench_env()
     env.pop("CACHEDOCTOR_PROFILES_DIR", None)
+    state = state or home / ".local/state"
     env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
-               XDG_CACHE_HOME=str(home / ".cache"), XDG_STATE_HOME=str(home / ".local/state"),
+               XDG_CACHE_HOME=str(home / ".cache"), XDG_STATE_HOME=str(state),
                XDG_DATA_HOME=str(home / ".local/share"), CACHEDOCTOR_NO_SHELL="1",
                SHELL="/bin/sh")
     return env
@@ -98,9 +100,14 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--top", type=int, default=12)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--against", metavar="PYTHON",
+                        help="also time the commands in the homes with the cachedoctor of this "
+                             "Python (a venv of the code before a change), interleaved, with a "
+                             "state folder of its own: named `... [against]`")
     args = parser.parse_args()
 
     cli = cachedoctor_argv()
+    other = cachedoctor_argv(args.against) if args.against else None
     with tempfile.TemporaryDirectory() as empty, tempfile.TemporaryDirectory() as scratch:
         commands = {
             "python -c pass": [sys.executable, "-c", "pass"],
@@ -128,17 +135,25 @@ def main() -> int:
             "scan (empty home)": [*cli, "scan"],
             "scan --json (empty home)": [*cli, "scan", "--json"],
         }
+        in_empty["completion `scan hu` (empty home)"] = cli
+        against_state = Path(scratch) / "against-state"
+
+        def paired(commands: dict[str, list[str]], home: Path,
+                   extra: dict[str, str] | None = None) -> None:
+            """Time `commands` in `home`; with --against, each also by the other install."""
+            envs = {name: {**home_env(home), **(extra or {})} for name in commands}
+            if other is not None:
+                for name, argv in list(commands.items()):
+                    if argv[:len(cli)] == cli:
+                        commands[f"{name} [against]"] = [*other, *argv[len(cli):]]
+                        envs[f"{name} [against]"] = {**home_env(home, against_state),
+                                                     **(extra or {})}
+            samples.update(paired_medians(commands, runs=args.runs, warmup=2, cpu=cpu, envs=envs))
+
         for name, argv in in_empty.items():
-            samples[name] = paired_medians({name: argv}, runs=args.runs, warmup=2,
-                                           env=home_env(empty_home), cpu=cpu)[name]
-        samples["completion `scan hu` (empty home)"] = paired_medians(
-            {"c": cli}, runs=args.runs, warmup=2, env={**home_env(empty_home), **complete},
-            cpu=cpu)["c"]
-        cpu["completion `scan hu` (empty home)"] = cpu.pop("c")
-        full = paired_medians({"scan (full home)": [*cli, "scan"],
-                               "du -s (the same folders)": ["du", "-s", *map(str, folders)]},
-                              runs=args.runs, warmup=2, env=home_env(full_home), cpu=cpu)
-        samples.update(full)
+            paired({name: argv}, empty_home, complete if name.startswith("completion") else None)
+        paired({"scan (full home)": [*cli, "scan"],
+                "du -s (the same folders)": ["du", "-s", *map(str, folders)]}, full_home)
         os.environ.update(home_env(empty_home))  # the import profiles below run in the empty home
         module_argv = ["-m", "cachedoctor"]
         profiles = {
@@ -148,19 +163,13 @@ def main() -> int:
             "profiles list": import_profile([*module_argv, "profiles", "list"], 5),
             "doctor": import_profile([*module_argv, "doctor"], 5),
         }
-        module_argv = ["-m", "cachedoctor"]
-        profiles = {
-            "--help": import_profile([*module_argv, "--help"], 5),
-            "scan --path EMPTY --json": import_profile(
-                [*module_argv, "scan", "--path", empty, "--json"], 5),
-        }
     base = median(samples["python -c pass"])
     figures = {name: {"median_ms": round(median(s) * 1000, 1),
                       "cpu_ms": round(median(cpu[name]) * 1000, 1),
                       "ratio_to_python": round(median(s) / base, 2)}
                for name, s in samples.items()}
     ok = figures["cachedoctor --version"]["ratio_to_python"] <= TARGET_VERSION_RATIO
-    hot = [n for n in figures if "(empty home)" in n and "--json" not in n]
+    hot = [n for n in figures if n.endswith("(empty home)") and "--json" not in n]
     hot_ok = {n: figures[n]["median_ms"] <= TARGET_HOT_MS for n in hot}
     default_ok = figures["scan (full home)"]["median_ms"] <= TARGET_DEFAULT_SCAN_MS
     if args.json:

@@ -162,17 +162,19 @@ def time_command(argv: Sequence[str], *, env: dict[str, str] | None = None) -> f
 
 def paired_medians(commands: dict[str, Sequence[str]], runs: int = 5, *, warmup: int = 1,
                    env: dict[str, str] | None = None,
-                   cpu: dict[str, list[float]] | None = None) -> dict[str, list[float]]:
+                   cpu: dict[str, list[float]] | None = None,
+                   envs: dict[str, dict[str, str]] | None = None) -> dict[str, list[float]]:
     """Time every command `runs` times, interleaved; returns all wall-clock samples per name
     (use `median`). `warmup` untimed rounds first, so caches are warm. Pass a dict as `cpu` to
-    also collect the CPU-time samples."""
+    also collect the CPU-time samples; `envs` gives some commands an environment of their own."""
+    envs = envs or {}
     for _ in range(warmup):
-        for argv in commands.values():
-            measure_command(argv, env=env)
+        for name, argv in commands.items():
+            measure_command(argv, env=envs.get(name, env))
     samples: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):
         for name, argv in commands.items():
-            wall, used = measure_command(argv, env=env)
+            wall, used = measure_command(argv, env=envs.get(name, env))
             samples[name].append(wall)
             if cpu is not None:
                 cpu.setdefault(name, []).append(used)
@@ -204,10 +206,10 @@ def median(samples: Sequence[float]) -> float:
     return statistics.median(samples)
 
 
-def cachedoctor_argv() -> list[str]:
-    """How to run the CLI: the console script next to this Python if there is one."""
-    script = Path(sys.executable).with_name("cachedoctor")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "cachedoctor"]
+def cachedoctor_argv(python: str = sys.executable) -> list[str]:
+    """How to run the CLI: the console script next to `python` if there is one."""
+    script = Path(python).with_name("cachedoctor")
+    return [str(script)] if script.exists() else [python, "-m", "cachedoctor"]
 
 
 def machine(folder: Path | None = None) -> dict[str, str]:

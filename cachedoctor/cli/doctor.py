@@ -52,16 +52,19 @@ def doctor(
 
 
 def _render(report: DoctorReport) -> None:
+    from cachedoctor.cli.render import print_text
+
+    if not report.tools and not report.findings:
+        print_text("No tool's caches found on this machine; nothing to check.")
+        return
+    if not report.findings:  # tool ids: no markup in them
+        tools = ", ".join(report.tools)
+        print_text(f"No problems found in {tools}.", f"[green]No problems found[/green] in {tools}.")
+        return
     from rich.markup import escape
     from rich.tree import Tree
 
     console = stdout_console()
-    if not report.tools and not report.findings:
-        console.print("No tool's caches found on this machine; nothing to check.")
-        return
-    if not report.findings:
-        console.print(f"[green]No problems found[/green] in {', '.join(report.tools)}.")
-        return
     by_tool: dict[str, list[int]] = {}
     for index, finding in enumerate(report.findings):
         by_tool.setdefault(finding.tool, []).append(index)

@@ -145,11 +145,33 @@ def cell_width(text: str) -> int:
     return cell_len(text)
 
 
-def _plain_pipe(rows: list[list[str] | None]) -> bool:
-    """stdout is a pipe or file that rich would print plainly (see _RICH_STYLING, _RICH_BREAKS)."""
+def plain_stdout() -> bool:
+    """stdout is a pipe or file that rich would print without styling or folding (see
+    _RICH_STYLING): a command writes its text there itself, without building a console."""
     import sys
 
-    if sys.stdout.isatty() or any(os.environ.get(name) for name in _RICH_STYLING):
+    return not sys.stdout.isatty() and not any(os.environ.get(name) for name in _RICH_STYLING)
+
+
+def print_text(plain: str, styled: str | None = None) -> None:
+    """A line of a command's output: `styled` (rich markup; `plain` when None) at a terminal,
+    `plain` as it is into a pipe or file."""
+    if plain_stdout():
+        import sys
+
+        sys.stdout.write(plain + "\n")
+        return
+    from cachedoctor.cli.base import stdout_console
+
+    if styled is None:
+        stdout_console().print(plain, markup=False, highlight=False)
+    else:
+        stdout_console().print(styled, highlight=False)
+
+
+def _plain_pipe(rows: list[list[str] | None]) -> bool:
+    """stdout is a pipe or file that rich would print plainly (see _RICH_STYLING, _RICH_BREAKS)."""
+    if not plain_stdout():
         return False
     return not any(_RICH_BREAKS.search(cell) for row in rows if row is not None for cell in row)
 

@@ -112,28 +112,31 @@ def _progress(enabled: bool) -> AbstractContextManager[ProgressCallback | None]:
 
 def _render(report: ScanReport, *, by_tool: bool) -> None:
     from cachedoctor.cli.render import (
+        PIPE_WIDTH,
         Column,
         bar,
         bar_width_for,
         number_column,
         path_column,
+        plain_stdout,
         print_table,
+        print_text,
         size,
         when,
     )
     from cachedoctor.sizes import format_size
 
-    console = stdout_console()
     if not report.entries and not report.unclaimed:
-        console.print("No caches found." if by_tool else "Nothing measured.")
+        print_text("No caches found." if by_tool else "Nothing measured.")
         return
+    console = None if plain_stdout() else stdout_console()  # a pipe: no console to build
     largest = max(e.walk.allocated_bytes for e in report.entries + report.unclaimed)
     with_quota = any(e.quota_bytes for e in report.entries + report.unclaimed)
     columns = [Column("tool"), Column("location")] if by_tool else []
     columns += [number_column("size"), *([number_column("quota", drop=1)] if with_quota else []),
                 Column("", "bar", drop=5), number_column("files", drop=2),
                 number_column("newest", drop=4), Column("drive", drop=3), path_column()]
-    bar_width = bar_width_for(console.width)
+    bar_width = bar_width_for(console.width if console is not None else PIPE_WIDTH)
     rows: list[list[str] | None] = []
 
     def row(entry: ScanEntry, tool: str, location: str) -> None:
@@ -167,15 +170,11 @@ def _render(report: ScanReport, *, by_tool: bool) -> None:
     print_table(console, columns, rows)
     _render_drives(report)
     totals = report.totals()
-    console.print(
-        f"\n[bold]total[/bold] {format_size(totals['bytes'])} allocated "
-        f"({format_size(totals['apparent_bytes'])} apparent) in {totals['files']:,} files, "
-        f"{totals['dirs']:,} folders"
-        + (
-            "  [yellow]* partial: some folders could not be read[/yellow]" if report.partial else ""
-        ),
-        highlight=False,
-    )
+    total = (f"{format_size(totals['bytes'])} allocated ({format_size(totals['apparent_bytes'])} "
+             f"apparent) in {totals['files']:,} files, {totals['dirs']:,} folders")
+    partial = "* partial: some folders could not be read" if report.partial else ""
+    print_text(f"\ntotal {total}" + (f"  {partial}" if partial else ""),
+               f"\n[bold]total[/bold] {total}" + (f"  [yellow]{partial}[/yellow]" if partial else ""))
 
 
 def _render_drives(report: ScanReport) -> None:
@@ -184,7 +183,16 @@ def _render_drives(report: ScanReport) -> None:
     has some, since they are neither used nor free for the user."""
     import math
 
-    from cachedoctor.cli.render import Column, bar, number_column, path_column, print_table, size
+    from cachedoctor.cli.render import (
+        Column,
+        bar,
+        number_column,
+        path_column,
+        plain_stdout,
+        print_table,
+        print_text,
+        size,
+    )
 
     drives = {e.drive.mount: e.drive for e in report.entries + report.unclaimed if e.drive}
     if not drives:
@@ -202,6 +210,5 @@ def _render_drives(report: ScanReport) -> None:
                      bar(drive.used_bytes, drive.used_bytes + drive.free_bytes),
                      size(drive.free_bytes), *([size(drive.reserved_bytes)] if reserved else []),
                      size(drive.total_bytes)])
-    console = stdout_console()
-    console.print()
-    print_table(console, columns, rows)
+    print_text("")
+    print_table(None if plain_stdout() else stdout_console(), columns, rows)
