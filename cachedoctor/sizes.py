@@ -43,7 +43,13 @@ def parse_size(text: str) -> int:
     `K/M/G/T` and `KB/MB/GB/TB` are powers of 1000; `KiB/MiB/GiB/TiB` powers of 1024.
     """
     number, _unit, factor = _size_parts(text)
-    return int(float(number) * factor)
+    value = float(number) * factor
+    if not value < _TOO_LARGE:  # also inf: `int()` of it would raise OverflowError
+        raise UserInputError(f"size {text!r} is too large")
+    return int(value)
+
+
+_TOO_LARGE = float(2**63)  # bytes or seconds no filesystem or clock counts to
 
 
 def _size_parts(text: str) -> tuple[str, str, int]:
@@ -112,8 +118,13 @@ def parse_age(text: str) -> float:
     compact = str(text).strip().lower().replace(" ", "")
     if not compact:
         raise UserInputError("empty age: expected e.g. 30d, 12h, 2w")
-    if compact.isdigit():
-        return float(compact)  # plain seconds, as systemd does
+    total = float(compact) if compact.isdigit() else _span_seconds(compact, text)  # digits: seconds
+    if not total < _TOO_LARGE:
+        raise UserInputError(f"age {text!r} is too large")
+    return total
+
+
+def _span_seconds(compact: str, text: str) -> float:
     total = 0.0
     pos = 0
     for match in _AGE_RE.finditer(compact):

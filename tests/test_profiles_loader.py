@@ -90,7 +90,7 @@ def test_good_profile_loads_with_flat_and_nested_keys() -> None:
         ("severity: warning", "severity: fatal", "fatal", "checks[0].severity: expected 'error', 'warning' or 'hint' (got 'fatal')"),
         ("    safe_to_delete: true\n", "    safe_to_delete: true\n    colour: blue\n", "colour", "locations[0].colour: unknown field"),
         ("location: cache, types", "location: nowhere, types", "nowhere", "checks[0].when[0].location: unknown location 'nowhere'; known: cache"),
-        ("id: demo\n", "id: Demo Tool\n", "Demo Tool", "id: expected a string matching '^[a-z0-9][a-z0-9_.-]*$' (got 'Demo Tool')"),
+        ("id: demo\n", "id: Demo Tool\n", "Demo Tool", "id: expected an id: up to 64 lower-case letters, digits, `_`, `.` or `-`, starting with a letter or digit (got 'Demo Tool')"),
         ("value: 8192\n", "value: 8192\n        value: 1\n", "value: 1", "tune[0].settings[0].value: duplicate key"),
         ("checks:\n", "  - id: default\n    format: env\n    settings: [{key: X, value: 1}]\nchecks:\n", "default\n    format: env", "tune[1].id: duplicate id 'default'"),
     ],
@@ -315,3 +315,44 @@ def test_the_schema_accepts_every_built_in_profile_and_refuses_what_the_loader_r
     shorthand = yaml.safe_load(GOOD.replace("      - method: link\n", "      - method: teleport\n"))
     assert not validator.is_valid(shorthand)
     assert "$setting" not in json.dumps(json_schema())
+
+
+@pytest.mark.parametrize(("old", "new", "at", "expected"), [
+    # Python's `$` matches before a final newline: "cache\n" is no id (nor a second "cache")
+    ("  - id: cache\n", '  - id: "cache\\n"\n', "cache\\n", "locations[0].id: expected an id"),
+    ("relocate:\n      - method: link\n", 'relocate:\n      - method: env\n        vars: {A: "{dest}", B: 5}\n',
+     "B: 5", "locations[0].relocate[0].vars.B: expected a string, got an integer (got 5)"),
+    ("name: Demo tool\n", "name: Demo tool\n5: five\n", "5: five", "[5]: a key must be text (got 5)"),
+    ("safe_to_delete: true\n", "safe_to_delete: true\n    quota: " + "9" * 400 + "GB\n", "quota",
+     "locations[0].quota: size '" + "9" * 400 + "GB' is too large"),
+    ("safe_to_delete: true\n", "safe_to_delete: true\n    quota: 20\n", "quota: 20",
+     "locations[0].quota: expected a string, got an integer (got 20)"),
+])
+def test_more_errors_name_their_field(old: str, new: str, at: str, expected: str) -> None:
+    text = GOOD.replace(old, new, 1)
+    assert text != GOOD
+    messages = errors_of(text)
+    assert any(m.startswith(f"p.yaml:{line_of(text, at)}: {expected}") for m in messages), messages
+
+
+def test_quoted_booleans_and_numbers_load_as_values() -> None:
+    """A quoted `"true"` or `"1"` where a boolean is expected, `"5"` where a number is: read
+    as the value (as the pydantic model read them), not refused."""
+    text = GOOD.replace("safe_to_delete: true", 'safe_to_delete: "true"', 1).replace(
+        "when: {type: filesystem_type, location: cache, types: [tmpfs]}",
+        'when: [{type: free_space_below, location: cache, percent: "5"}]', 1)
+    profile = parse_profile(text, "p.yaml")
+    assert profile.location("cache").safe_to_delete is True
+    assert profile.checks[0].when[0].percent == 5.0  # type: ignore[union-attr]
+
+
+def test_the_schema_names_the_key_each_setting_is_told_by() -> None:
+    import jsonschema
+
+    from cachedoctor.profiles.loader import json_schema
+
+    setting = {"$ref": "#/$defs/Location", "$defs": json_schema()["$defs"]}
+    location = {"id": "c", "paths": {"linux": "~/c"}, "safe_to_delete": True}
+    ok = jsonschema.Draft202012Validator(setting)
+    assert ok.is_valid({**location, "set_by": [{"policy": "DiskCacheDir", "browser": "chrome"}]})
+    assert not ok.is_valid({**location, "set_by": [{"browser": "chrome"}]})  # the loader refuses it

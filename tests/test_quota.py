@@ -200,3 +200,18 @@ def test_ntfs_quota_goes_where_the_cache_lives_now_and_not_on_the_system_drive()
         check_ntfs_drive("D:", explicit=True, system_drive="C:", fstype="ReFS")
     with pytest.raises(RefusedError, match="not NTFS"):
         check_ntfs_drive("E:", explicit=True, system_drive="C:", fstype="exFAT")
+
+
+@pytest.mark.parametrize("text", ["9" * 400 + "GB", "1e400", "9" * 30 + "TiB"])
+def test_a_size_too_large_for_any_drive_is_bad_input_not_a_crash(text: str) -> None:
+    with pytest.raises(UserInputError, match=r"too large|invalid size"):
+        parse_size(text)
+
+
+@pytest.mark.parametrize("text", ["9" * 400, "9" * 400 + "d", "9" * 20 + "w"])
+def test_an_age_too_large_for_any_clock_is_bad_input_not_a_crash(text: str) -> None:
+    from cachedoctor.sizes import parse_age
+
+    with pytest.raises(UserInputError, match="too large"):
+        parse_age(text)
+    assert parse_age("90") == 90.0 and parse_age("1h30m") == 5400.0

@@ -31,7 +31,11 @@ from cachedoctor.relocate.methods.env import EnvRelocation as EnvRelocation
 from cachedoctor.relocate.methods.link import LinkRelocation as LinkRelocation
 from cachedoctor.relocate.methods.policy import PolicyRelocation as PolicyRelocation
 
-Identifier = Annotated[str, Meta(pattern=r"^[a-z0-9][a-z0-9_.-]*$", max_length=64)]
+# `$(?!\n)`: Python's `$` also matches before a final newline (`"pip\n"` is no id)
+Identifier = Annotated[str, Meta(
+    pattern=r"^[a-z0-9][a-z0-9_.-]*$(?!\n)", max_length=64,
+    extra={"means": "an id: up to 64 lower-case letters, digits, `_`, `.` or `-`, starting with a "
+                    "letter or digit"})]
 Category = Literal[
     "ai", "browser", "ide", "package", "build", "test", "container", "system", "other"
 ]

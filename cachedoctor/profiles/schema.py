@@ -24,6 +24,10 @@ def profile_schema() -> dict[str, Any]:
         for name, annotation in fields_of(struct).items():
             if name in properties:
                 _widen(properties, name, _extras(annotation), defs)
+            for member in _told_by_key(annotation):  # a setting's kind is the key it has
+                required = defs[member.__name__].setdefault("required", [])
+                if str(member.__struct_config__.tag) not in required:
+                    required.append(str(member.__struct_config__.tag))
     _drop_property(defs, SETTING_TAG)
     schema = defs.pop("Profile")
     return {"$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -70,6 +74,14 @@ def _extras(annotation: Any) -> dict[str, Any]:
         for option in get_args(kind):
             extra = {**unwrap(option)[1], **extra}
     return extra
+
+
+def _told_by_key(annotation: Any) -> list[type[Any]]:
+    """The members of a union marked `by_key` in `annotation` (through lists and `| None`)."""
+    kind, extra = unwrap(annotation)
+    if "by_key" in extra:
+        return [unwrap(a)[0] for a in get_args(kind) if is_struct(unwrap(a)[0])]
+    return [m for arg in get_args(kind) for m in _told_by_key(arg)]
 
 
 def _structs(root: type[Any]) -> list[type[Any]]:

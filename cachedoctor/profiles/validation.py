@@ -74,6 +74,11 @@ def _convert(value: Any, annotation: Any, path: DataPath, problems: list[Problem
         if any(isinstance(v, _Failed) for v in converted):
             return _FAILED
         return converted
+    if origin is dict and isinstance(value, dict):  # each value on its own: msgspec's error
+        values = get_args(kind)[1]  # path names no key (`$.vars[...]`)
+        entries = {k: _convert_leaf(v, values, (*path, k), problems) if isinstance(k, str) else v
+                   for k, v in value.items()}
+        return _FAILED if any(isinstance(v, _Failed) for v in entries.values()) else entries
     if is_struct(kind):
         if isinstance(value, list) and "shorthand" in extra:
             value = {extra["shorthand"]: value}
@@ -94,8 +99,8 @@ def _convert_struct(value: Any, struct: type[Any], path: DataPath, problems: lis
                     del value[key]  # reported; the struct's other problems still are
                 else:
                     value[key] = converted
-    try:
-        instance = msgspec.convert(value, struct)
+    try:  # not strict: a quoted "true" or "5" is read as pydantic's model read it
+        instance = msgspec.convert(value, struct, strict=False)
     except msgspec.ValidationError as exc:
         problem = _from_msgspec(exc, value, struct, path)
         if not any(p.field[: len(problem.field)] == problem.field for p in problems):
@@ -111,6 +116,16 @@ def _convert_struct(value: Any, struct: type[Any], path: DataPath, problems: lis
         problems.append(Problem(at, at, message))
         return _FAILED
     return instance
+
+
+def _convert_leaf(value: Any, annotation: Any, path: DataPath, problems: list[Problem]) -> Any:
+    """A value that holds no struct, checked on its own (where its parent's error could not
+    say where it is)."""
+    try:
+        return msgspec.convert(value, annotation, strict=False)
+    except msgspec.ValidationError as exc:
+        problems.append(_from_msgspec(exc, value, annotation, path))
+        return _FAILED
 
 
 def _convert_tagged(value: Any, structs: list[Any], extra: dict[str, Any], path: DataPath,
@@ -143,20 +158,26 @@ def _convert_tagged(value: Any, structs: list[Any], extra: dict[str, Any], path:
 
 
 _UNKNOWN_FIELD = "unknown field (check the spelling; see `cachedoctor profiles schema`)"
-_AT = re.compile(r"^(?P<message>.*?)(?: - at `\$(?P<path>.*)`)?$", re.DOTALL)
+_AT = re.compile(r"^(?P<message>.*?)(?: - at (?P<key>`key` in )?`\$(?P<path>.*)`)?$", re.DOTALL)
 _STEP = re.compile(r"\.([^.\[]+)|\[(\d+)\]|\[([^\]]*)\]")
 _WORDS = {"str": "a string", "int": "an integer", "float": "a number", "bool": "true or false",
           "array": "a list", "object": "a mapping", "null": "nothing", "date": "a date",
           "datetime": "a date and time", "time": "a time"}
 
 
-def _from_msgspec(exc: msgspec.ValidationError, value: Any, struct: type[Any],
+def _from_msgspec(exc: msgspec.ValidationError, value: Any, annotation: Any,
                   path: DataPath) -> Problem:
     """msgspec's message (`Expected `str`, got `int` - at `$.paths.linux[0]``) as a Problem."""
     match = _AT.match(str(exc))
     assert match is not None  # the pattern matches any text
     message, inner = match["message"], _steps(match["path"] or "")
     at: DataPath = (*path, *inner)
+    if match["key"]:  # a key that is no string (`5: x`): the first such key of that mapping
+        mapping = _value_at(value, inner)
+        key = next((k for k in mapping if not isinstance(k, str)), None) if isinstance(
+            mapping, dict) else None
+        where = (*at, key) if key is not None else at
+        return Problem(where, where, f"a key must be text{_got(key)}")
     field = re.fullmatch(r"Object (missing required|contains unknown) field `(.*)`", message)
     if field is not None:
         key = (*at, field[2])
@@ -166,17 +187,21 @@ def _from_msgspec(exc: msgspec.ValidationError, value: Any, struct: type[Any],
     if isinstance(exc.__cause__, ValueError):  # a validator msgspec ran (none of ours do)
         return Problem(at, at, str(exc.__cause__))
     got = _value_at(value, inner)
-    if message.startswith("Invalid enum value"):
-        choices = get_args(unwrap(_type_at(struct, inner))[0])
-        text = f"expected {_choices(dict.fromkeys(map(str, choices)))}" if choices else "invalid value"
+    kind, extra = _annotation_at(annotation, inner)
+    if message.startswith("Invalid enum value") and get_origin(kind) is Literal:
+        text = f"expected {_choices(dict.fromkeys(map(str, get_args(kind))))}"
+    elif "means" in extra and message.startswith(("Expected `str` matching", "Expected `str` of")):
+        text = f"expected {extra['means']}"  # the words of a pattern (an id), not the regex
     else:
         text = _plain(message)
     return Problem(at, at, f"{text}{_got(got)}")
 
 
 def _plain(message: str) -> str:
-    """`Expected `array` of length >= 1` -> `expected a list of length >= 1`."""
-    text = re.sub(r"`(\w+)`", lambda m: _WORDS.get(m[1], m[1]), message)
+    """`Expected `array` of length >= 1` -> `expected a list of length >= 1`; an optional
+    field's `str | null` is `a string`."""
+    text = re.sub(r"`([\w| ]+)`", lambda m: " or ".join(
+        _WORDS.get(w, w) for w in m[1].split(" | ") if w != "null") or _WORDS["null"], message)
     text = re.sub(r"^Expected a (list|mapping) of length >= (\d+)$",
                   lambda m: f"expected at least {m[2]} {'item' if m[1] == 'list' else 'entry'}"
                             f"{'' if m[2] == '1' else 's'}", text)
@@ -213,25 +238,25 @@ def _value_at(value: Any, steps: DataPath) -> Any:
     return value
 
 
-def _type_at(struct: type[Any], steps: DataPath) -> Any:
-    """The annotation of the value at `steps` below a `struct` (for the choices of a Literal)."""
-    current: Any = struct
-    for step in steps:
-        kind = unwrap(current)[0]
+def _annotation_at(annotation: Any, steps: DataPath) -> tuple[Any, dict[str, Any]]:
+    """The type of the value at `steps` below `annotation` (`| None` left out) and the
+    `extra` of its annotations: (None, {}) where the steps lead nowhere."""
+    current: Any = annotation
+    for step in [*steps, None]:
+        kind, extra = unwrap(current)
         options = [a for a in get_args(kind) if a is not type(None)]
         if get_origin(kind) in (Union, types.UnionType) and len(options) == 1:
-            kind = unwrap(options[0])[0]
+            inner, more = unwrap(options[0])
+            kind, extra = inner, {**extra, **more}
+        if step is None:
+            return kind, extra
         if is_struct(kind) and isinstance(step, str):
             current = fields_of(kind).get(step)
         elif get_origin(kind) in (list, dict):
             current = get_args(kind)[-1]
         else:
-            return None
-    kind = unwrap(current)[0]
-    options = [a for a in get_args(kind) if a is not type(None)]
-    if get_origin(kind) in (Union, types.UnionType) and len(options) == 1:
-        return options[0]
-    return kind if get_origin(kind) is Literal else None
+            return None, {}
+    return None, {}  # not reached: the last step is None
 
 
 def unwrap(annotation: Any) -> tuple[Any, dict[str, Any]]:
