@@ -356,3 +356,19 @@ def test_the_schema_names_the_key_each_setting_is_told_by() -> None:
     ok = jsonschema.Draft202012Validator(setting)
     assert ok.is_valid({**location, "set_by": [{"policy": "DiskCacheDir", "browser": "chrome"}]})
     assert not ok.is_valid({**location, "set_by": [{"browser": "chrome"}]})  # the loader refuses it
+
+
+def test_every_problem_of_one_mapping_is_reported() -> None:
+    text = GOOD.replace("    safe_to_delete: true\n", "    kind: attic\n    colour: red\n", 1).replace(
+        "      linux: ${XDG_CACHE_HOME:-~/.cache}/demo\n", "      linux: 5\n", 1)
+    messages = errors_of(text)
+    assert sorted(messages) == sorted([
+        f"p.yaml:{line_of(text, 'linux: 5')}: locations[0].paths.linux: expected a string, got an "
+        "integer (got 5)",
+        f"p.yaml:{line_of(text, 'attic')}: locations[0].kind: expected 'cache', 'temp', 'models', "
+        "'packages', 'build', 'logs', 'data', 'environments' or 'downloads' (got 'attic')",
+        f"p.yaml:{line_of(text, 'red')}: locations[0].colour: unknown field (check the spelling; see "
+        "`cachedoctor profiles schema`)",
+        f"p.yaml:{line_of(text, '- id: cache')}: locations[0].safe_to_delete: required field is "
+        "missing",
+    ]), messages

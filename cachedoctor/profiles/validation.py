@@ -1,8 +1,9 @@
 """Plain data (a parsed profile) into the profile structs, with every problem found.
 
-msgspec checks types, constraints and unknown keys, and stops at a struct's first problem. This
-walks the model's types bottom-up so that each struct is converted on its own: a problem in one
-location, preset or check does not hide those of the others. On the way it applies what the
+msgspec checks types, constraints and unknown keys, and stops at the first problem. This walks
+the model's types bottom-up and checks every field of a mapping on its own (then builds the
+struct from what passed), so every problem is reported, each at its own field and line: one in a
+location hides nothing of another, nor of the same location. On the way it applies what the
 format allows beyond plain types, as the field annotations say (`cachedoctor.profiles.base`):
 one value for a one-item list, a list for a mapping's only field, a union told apart by the key
 an item has, and each struct's `_check`. It runs when a file is validated, never on a warm
@@ -43,7 +44,7 @@ _FAILED = _Failed()
 
 
 def validate(data: Any, target: type[T]) -> tuple[T | None, list[Problem]]:
-    """`data` as a `target` struct, or None and the problems (every struct's first one)."""
+    """`data` as a `target` struct, or None and every problem found."""
     problems: list[Problem] = []
     value = _convert(data, target, (), problems)
     if problems or isinstance(value, _Failed):
@@ -87,27 +88,34 @@ def _convert(value: Any, annotation: Any, path: DataPath, problems: list[Problem
 
 
 def _convert_struct(value: Any, struct: type[Any], path: DataPath, problems: list[Problem]) -> Any:
-    failed = False
-    if isinstance(value, dict):
-        hints = fields_of(struct)
-        value = dict(value)
-        for key, sub in list(value.items()):
-            if key in hints:
-                converted = _convert(sub, hints[key], (*path, key), problems)
-                if isinstance(converted, _Failed):
-                    failed = True
-                    del value[key]  # reported; the struct's other problems still are
-                else:
-                    value[key] = converted
-    try:  # not strict: a quoted "true" or "5" is read as pydantic's model read it
-        instance = msgspec.convert(value, struct, strict=False)
-    except msgspec.ValidationError as exc:
-        problem = _from_msgspec(exc, value, struct, path)
-        if not any(p.field[: len(problem.field)] == problem.field for p in problems):
-            problems.append(problem)  # else it follows from one reported (an item left out)
+    """`value` as `struct`. Each field is checked on its own, so every problem of the mapping is
+    reported (msgspec stops at its first one); the struct is built from a mapping without any."""
+    if not isinstance(value, dict):
+        return _convert_leaf(value, struct, path, problems)  # "expected a mapping, got ..."
+    hints = fields_of(struct)
+    tag_field = struct.__struct_config__.tag_field
+    before = len(problems)
+    fields: dict[str, Any] = {}
+    for key, sub in value.items():
+        at = (*path, key)
+        if key == tag_field:
+            fields[key] = sub  # the struct's own tag: msgspec checks it
+        elif not isinstance(key, str):
+            problems.append(Problem(at, at, f"a key must be text{_got(key)}"))
+        elif key not in hints:
+            problems.append(Problem(at, at, _UNKNOWN_FIELD))
+        else:
+            converted = _convert(sub, hints[key], at, problems)
+            if not isinstance(converted, _Failed):
+                fields[key] = _convert_leaf(converted, hints[key], at, problems)
+    for info in msgspec.structs.fields(struct):
+        if info.required and info.encode_name not in value:
+            problems.append(Problem(path, (*path, info.encode_name), "required field is missing"))
+    if len(problems) > before:
         return _FAILED
-    if failed:
-        return _FAILED
+    instance = _convert_leaf(fields, struct, path, problems)
+    if isinstance(instance, _Failed):
+        return instance
     try:
         instance._check()
     except ValueError as exc:
