@@ -186,14 +186,6 @@ def _from_msgspec(exc: msgspec.ValidationError, value: Any, annotation: Any,
             mapping, dict) else None
         where = (*at, key) if key is not None else at
         return Problem(where, where, f"a key must be text{_got(key)}")
-    field = re.fullmatch(r"Object (missing required|contains unknown) field `(.*)`", message)
-    if field is not None:
-        key = (*at, field[2])
-        if field[1] == "missing required":
-            return Problem(at, key, "required field is missing")
-        return Problem(key, key, _UNKNOWN_FIELD)
-    if isinstance(exc.__cause__, ValueError):  # a validator msgspec ran (none of ours do)
-        return Problem(at, at, str(exc.__cause__))
     got = _value_at(value, inner)
     kind, extra = _annotation_at(annotation, inner)
     if message.startswith("Invalid enum value") and get_origin(kind) is Literal:
