@@ -5,8 +5,8 @@ the model's types bottom-up and checks every field of a mapping on its own (then
 struct from what passed), so every problem is reported, each at its own field and line: one in a
 location hides nothing of another, nor of the same location. On the way it applies what the
 format allows beyond plain types, as the field annotations say (`cachedoctor.profiles.base`):
-one value for a one-item list, a list for a mapping's only field, a union told apart by the key
-an item has, and each struct's `_check`. It runs when a file is validated, never on a warm
+one value for a one-item list, a list for a mapping's main field (`ask: [conda, info]`), a union
+told apart by the key an item has, and each struct's `_check`. It runs when a file is validated, never on a warm
 start (the profile index keeps the structs).
 """
 
@@ -127,8 +127,8 @@ def _convert_struct(value: Any, struct: type[Any], path: DataPath, problems: lis
 
 
 def _convert_leaf(value: Any, annotation: Any, path: DataPath, problems: list[Problem]) -> Any:
-    """A value that holds no struct, checked on its own (where its parent's error could not
-    say where it is)."""
+    """`value` as msgspec converts it to `annotation` (its structs, if any, already are), or
+    _FAILED with msgspec's problem at its path."""
     try:
         return msgspec.convert(value, annotation, strict=False)
     except msgspec.ValidationError as exc:
