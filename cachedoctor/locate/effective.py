@@ -15,12 +15,11 @@ import fnmatch
 import ntpath
 import os
 import posixpath
-from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from cachedoctor.host import Host
-from cachedoctor.locate.world import World
+from cachedoctor.locate.world import EnvWithout, World
 from cachedoctor.profiles.model import (
     ConfigKey,
     ConfigRelocation,
@@ -367,7 +366,7 @@ def _defaults(location: Location, host: Host, world: World) -> list[str]:
         if try_expand_traced(template, host, trace) is None:
             continue
         names = hide | {name.upper() for name, _ in trace if not name.upper().startswith("XDG_")}
-        base = Host(host.os, _Unset(host.env, frozenset(names)), host.home)
+        base = Host(host.os, EnvWithout(host.env, frozenset(names)), host.home)
         path = try_expand(template, base)
         if path:
             out += world.files.glob(path) if has_glob(path) else [path]
@@ -379,32 +378,6 @@ def try_expand_traced(template: str, host: Host, trace: Trace) -> str | None:
         return expand(template, host, trace)
     except UnresolvedVariable:
         return None
-
-
-class _Unset(Mapping[str, str]):
-    """An environment with some variables unset (upper-case names, matched in any case), as
-    a view: copying the environment for each template was most of the time of `_defaults`."""
-
-    def __init__(self, env: Mapping[str, str], names: frozenset[str]) -> None:
-        self._env, self._names = env, names
-
-    def get(self, key: str, default: Any = None) -> Any:
-        if key.upper() in self._names:
-            return default
-        value = self._env.get(key)
-        return default if value is None else value
-
-    def __getitem__(self, key: str) -> str:
-        value = self.get(key)
-        if value is None:
-            raise KeyError(key)
-        return str(value)
-
-    def __iter__(self) -> Iterator[str]:
-        return (k for k in self._env if self.get(k) is not None)
-
-    def __len__(self) -> int:
-        return sum(1 for _ in self)
 
 
 def _service_setting(location: Location, host: Host) -> EnvSetting | None:

@@ -82,7 +82,20 @@ class World:
         return "this process's environment", False
 
 
-class _Layered(Mapping[str, str]):
+class _EnvView(Mapping[str, str]):
+    """An environment computed on lookup, not copied: `get` decides, `[]` follows from it."""
+
+    def get(self, key: str, default: Any = None) -> Any:
+        raise NotImplementedError
+
+    def __getitem__(self, key: str) -> str:
+        value = self.get(key)
+        if value is None:
+            raise KeyError(key)
+        return str(value)
+
+
+class _Layered(_EnvView):
     """The process environment with the persistent values on top (names case-insensitive on
     Windows, as there)."""
 
@@ -96,17 +109,31 @@ class _Layered(Mapping[str, str]):
         value = self._host.getenv(key)
         return default if value is None else value
 
-    def __getitem__(self, key: str) -> str:
-        value = self.get(key)
-        if value is None:
-            raise KeyError(key)
-        return str(value)
-
     def __iter__(self) -> Iterator[str]:
         return iter(self._host.env)
 
     def __len__(self) -> int:
         return len(self._host.env)
+
+
+class EnvWithout(_EnvView):
+    """`env` with some variables unset (upper-case names, matched in any case): where a tool
+    would be without its settings is expanded in this view, not in a copy per template."""
+
+    def __init__(self, env: Mapping[str, str], names: frozenset[str]) -> None:
+        self._env, self._names = env, names
+
+    def get(self, key: str, default: Any = None) -> Any:
+        if key.upper() in self._names:
+            return default
+        value = self._env.get(key)
+        return default if value is None else value
+
+    def __iter__(self) -> Iterator[str]:
+        return (k for k in self._env if self.get(k) is not None)
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
 
 
 def with_changes(world: World, *, texts: Mapping[str, str | None] | None = None,
