@@ -178,23 +178,23 @@ def _scan_repo(tree: Tree, rel: str, repo_type: str, repo_id: str) -> _Repo:
     revisions: dict[str, Revision] = {}
     dangling: list[str] = []
     snapshots = tree.get(f"{rel}/snapshots")
-    for snap in tree.child_rels(f"{rel}/snapshots"):
-        snap_entry = tree.get(snap)
-        if snap_entry is None or not snap_entry.is_dir:
+    entries = tree.entries
+    for snap_entry in tree.children.get(f"{rel}/snapshots", ()):
+        if not snap_entry.is_dir:
             continue
-        commit = snap.rsplit("/", 1)[-1]
+        commit = snap_entry.name
         used: list[Entry] = []
         blobs: set[str] = set()
         files = 0
         newest = 0.0
-        for e in tree.below(snap):
+        for e in tree.below(snap_entry.rel):
             if e.is_dir:
                 continue
             files += 1
             blob = e
             if e.is_link:
                 target = tree.resolve(e)
-                linked = tree.get(target) if target is not None else None
+                linked = entries.get(target) if target is not None else None
                 if linked is None or linked.is_link:  # missing, outside, or a link again
                     if tree.dangles(e):
                         dangling.append(e.rel)
@@ -204,11 +204,13 @@ def _scan_repo(tree: Tree, rel: str, repo_type: str, repo_id: str) -> _Repo:
                 blob = linked
                 blobs.add(blob.rel)
             used.append(blob)
-            payload_rel = payloads.get(blob.rel)
-            payload = tree.get(payload_rel) if payload_rel else None
-            if payload is not None:
-                used.append(payload)
-            newest = max(newest, blob.mtime)
+            if payloads:
+                payload_rel = payloads.get(blob.rel)
+                payload = entries.get(payload_rel) if payload_rel else None
+                if payload is not None:
+                    used.append(payload)
+            if blob.mtime > newest:
+                newest = blob.mtime
         revisions[commit] = Revision(commit, sorted(by_commit.get(commit, [])), allocated(used),
                                      files, newest or snap_entry.mtime, blobs)
     missing = sorted(c for c in by_commit if c not in revisions)
@@ -224,7 +226,7 @@ def _scan_repo(tree: Tree, rel: str, repo_type: str, repo_id: str) -> _Repo:
         unit.flags.append(f"corrupted: refs to missing snapshots ({', '.join(missing)})")
     if dangling:
         unit.flags.append(f"broken: {len(dangling)} dangling link{'s' if len(dangling) > 1 else ''}")
-    if any(e.name.endswith(INCOMPLETE) for e in tree.below(f"{rel}/blobs")):
+    if any(e.rel.endswith(INCOMPLETE) for e in tree.below(f"{rel}/blobs")):
         unit.flags.append("incomplete downloads")
     return _Repo(unit, revisions, ref_files, payloads, dangling)
 

@@ -79,37 +79,43 @@ def survey(root: str, specs: Sequence[Any], *, rules: Rules = Rules(),
 
 
 def _measure(s: Survey) -> None:
-    tree = s.tree
+    tree, users, clock = s.tree, s.users, s.clock
     claimed: set[str] = set()
     for unit in s.units:
-        entries: dict[str, Entry] = {}
-        for member in unit.members:
-            for e in tree.below(member):
-                entries[e.rel] = e
-        s.expanded[unit.id] = list(entries.values())
+        if len(unit.members) == 1:
+            entries = list(tree.below(unit.members[0]))
+        else:  # members may overlap: each entry once
+            entries = list({e.rel: e for m in unit.members for e in tree.below(m)}.values())
+        s.expanded[unit.id] = entries
         if not unit.file_level and unit.tool_only is None:
-            claimed.update(entries)
-        for e in entries.values():
+            claimed.update(e.rel for e in entries)
+        uid = unit.id
+        for e in entries:
             if not e.is_dir:
-                s.users.setdefault(e.inode, set()).add(unit.id)
+                named = users.get(e.inode)
+                if named is None:
+                    users[e.inode] = {uid}
+                else:
+                    named.add(uid)
     for unit in s.units:
-        entries_list = s.expanded[unit.id]
-        files = [e for e in entries_list if not e.is_dir]
-        unit.bytes = allocated(entries_list)
+        entries = s.expanded[unit.id]
+        files = [e for e in entries if not e.is_dir]
+        unit.bytes = allocated(entries)
         unit.files = len(files)
         own = tree.get(unit.path)
-        unit.last_used = max((s.clock.last_used(e) for e in files),
-                             default=own.mtime if own is not None else 0.0)
+        newest = clock.newest(files)
+        unit.last_used = newest if newest is not None else own.mtime if own is not None else 0.0
         shared: list[Entry] = []
         outside = 0
         counted: set[tuple[int, int]] = set()
         for e in files:
-            if e.inode in counted:
-                continue
-            counted.add(e.inode)
-            names_out = tree.outside_names(e)
+            inode = e.inode
+            if inode in counted:
+                continue  # another name of a file already counted
+            counted.add(inode)
+            names_out = tree.outside_names(e) if e.nlink > 1 else 0
             outside += names_out
-            if names_out or len(s.users.get(e.inode, ())) > 1:
+            if names_out or len(users[inode]) > 1:
                 shared.append(e)
         unit.shared_bytes = allocated(shared)
         unit.frees = unit.bytes - unit.shared_bytes

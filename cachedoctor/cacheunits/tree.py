@@ -23,16 +23,21 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
+
 from cachedoctor.fs import kinds
-from cachedoctor.fs.walk import Frame, Task, TreeWalk, join_rel
+from cachedoctor.fs.walk import Frame, Task, TreeWalk
 from cachedoctor.safedelete import Rules
 
 _IFMT, _IFDIR, _IFLNK, _IFREG = 0o170000, stat.S_IFDIR, stat.S_IFLNK, stat.S_IFREG
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
-    """One entry below the root (`rel` '/'-separated; the root itself is '')."""
+class Entry(msgspec.Struct, frozen=True, gc=False):
+    """One entry below the root (`rel` '/'-separated; the root itself is '').
+
+    A frozen msgspec struct rather than a frozen dataclass: one is built per entry of the
+    location, and a frozen dataclass's `__init__` (a `object.__setattr__` per field) cost 2 µs
+    of the listing's 13 µs per entry; the struct is built in C in 0.15 µs."""
 
     rel: str
     is_dir: bool
@@ -41,14 +46,17 @@ class Entry:
     size: int  # allocated bytes (st_blocks * 512; st_size where blocks are unknown)
     atime: float
     mtime: float
-    dev: int
-    ino: int
+    inode: tuple[int, int]  # (st_dev, st_ino)
     nlink: int
     target: str | None = None  # what a symbolic link says (never followed)
 
     @property
-    def inode(self) -> tuple[int, int]:
-        return (self.dev, self.ino)
+    def dev(self) -> int:
+        return self.inode[0]
+
+    @property
+    def ino(self) -> int:
+        return self.inode[1]
 
     @property
     def name(self) -> str:
@@ -61,7 +69,7 @@ class Tree:
 
     root: str
     entries: dict[str, Entry] = field(default_factory=dict)
-    children: dict[str, list[str]] = field(default_factory=dict)  # folder rel -> child names
+    children: dict[str, list[Entry]] = field(default_factory=dict)  # folder rel -> its entries
     kept: set[str] = field(default_factory=set)
     errors: list[str] = field(default_factory=list)
     _names: dict[tuple[int, int], int] | None = None
@@ -70,25 +78,20 @@ class Tree:
         return self.entries.get(rel)
 
     def child_rels(self, rel: str) -> list[str]:
-        prefix = f"{rel}/" if rel else ""
-        return [prefix + name for name in self.children.get(rel, ())]
+        return [e.rel for e in self.children.get(rel, ())]
 
     def below(self, rel: str) -> Iterator[Entry]:
         """`rel` and everything under it (an entry that is not listed yields nothing)."""
-        entries = self.entries
-        entry = entries.get(rel)
+        entry = self.entries.get(rel)
         if entry is None:
             return
+        children = self.children
         stack = [entry]
         while stack:
             current = stack.pop()
             yield current
             if current.is_dir:
-                prefix = f"{current.rel}/" if current.rel else ""
-                for name in self.children.get(current.rel, ()):
-                    child = entries.get(prefix + name)
-                    if child is not None:
-                        stack.append(child)
+                stack.extend(children.get(current.rel, ()))
 
     def names_inside(self, inode: tuple[int, int]) -> int:
         """How many names this inode has in the location (hard links counted by name)."""
@@ -107,14 +110,26 @@ class Tree:
         return max(0, entry.nlink - self.names_inside(entry.inode))
 
     def resolve(self, link: Entry) -> str | None:
-        """The rel a link points at when it stays inside the root, else None."""
-        if link.target is None or os.path.isabs(link.target) or "\\" in link.target:
+        """The rel a link points at when it stays inside the root, else None (the root itself
+        included): the lexical `normpath` of the link's folder joined with its target."""
+        target = link.target
+        if target is None or os.path.isabs(target) or "\\" in target:
             return None
-        parent = link.rel.rsplit("/", 1)[0] if "/" in link.rel else ""
-        joined = os.path.normpath(os.path.join(parent, link.target)).replace(os.sep, "/")
-        if joined == "." or joined.startswith("../") or joined == "..":
-            return None
-        return joined
+        parts = target.split("/")
+        if "" in parts or "." in parts:  # `a//b`, `./a`, `a/`: left to normpath
+            parent = link.rel.rsplit("/", 1)[0] if "/" in link.rel else ""
+            joined = os.path.normpath(os.path.join(parent, target)).replace(os.sep, "/")
+            return None if joined == "." or joined == ".." or joined.startswith("../") else joined
+        at = link.rel.split("/")
+        at.pop()  # the link's own name
+        for part in parts:  # a Hugging Face snapshot link is `../../blobs/<hash>`
+            if part != "..":
+                at.append(part)
+            elif at:
+                at.pop()
+            else:
+                return None  # above the root
+        return "/".join(at) or None
 
     def dangles(self, link: Entry) -> bool:
         """A link whose target does not exist (inside the root: from the listing)."""
@@ -185,8 +200,7 @@ def _entry(rel: str, st: os.stat_result, target: str | None, block_unit: int) ->
         st.st_blocks * block_unit,
         st.st_atime,
         st.st_mtime,
-        st.st_dev,
-        st.st_ino,
+        (st.st_dev, st.st_ino),
         st.st_nlink,
         target,
     )
@@ -246,26 +260,29 @@ class _Lister(TreeWalk):
         entries, unit = tree.entries, ops.block_unit
         full_stat = not ops.listing_identity  # Windows: identity and nlink only from lstat
         listed = tree.children[frame.rel]
-        fd, names = frame.fd, frame.names
+        fd, names, prefix = frame.fd, frame.names, f"{frame.rel}/" if frame.rel else ""
+        lstat, link_kind_of, has_rules = ops.lstat, kinds.link_kind_of, self.has_rules
         while frame.index < len(names):
             name = names[frame.index]
             frame.index += 1
-            rel = join_rel(frame.rel, name)
-            if self.has_rules and rules.kept(rel):
+            rel = prefix + name
+            if has_rules and rules.kept(rel):
                 tree.kept.add(rel)
                 continue
             try:
-                st = ops.lstat(name, dir_fd=fd)
+                st = lstat(name, dir_fd=fd)
             except OSError as exc:
                 if exc.errno != errno.ENOENT:
                     self._error(rel, exc)
                 continue
-            if kinds.is_real_dir(st):
+            kind = st.st_mode & _IFMT
+            link = link_kind_of(st) is not None
+            if kind == _IFDIR and not link:  # a folder to walk into (`kinds.is_real_dir`)
                 child = self._open(frame, name, rel, st)
                 if child is None:
                     continue
-                entries[rel] = _entry(rel, st, None, unit)
-                listed.append(name)
+                entry = entries[rel] = _entry(rel, st, None, unit)
+                listed.append(entry)
                 child.selected_all = frame.selected_all or (
                     bool(rules.only) and rules.in_only(rel))
                 frames.append(child)
@@ -279,11 +296,11 @@ class _Lister(TreeWalk):
                 except OSError:
                     continue
             target = None
-            if kinds.is_link(st):
+            if link:
                 try:
                     target = ops.readlink(name, dir_fd=fd)
                 except OSError:
                     target = None
-            entries[rel] = _entry(rel, st, target, unit)
-            listed.append(name)
+            entry = entries[rel] = _entry(rel, st, target, unit)
+            listed.append(entry)
         return False
