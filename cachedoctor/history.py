@@ -10,9 +10,10 @@ import sqlite3
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from cachedoctor.errors import CachedoctorError, OperationFailed
 from cachedoctor.state import ensure, state_dir
@@ -34,8 +35,7 @@ CREATE TABLE IF NOT EXISTS changes (
 _COLUMNS = "id, time, kind, tool, summary, before, after, undone_by, undoes"
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(msgspec.Struct, frozen=True):
     id: int
     time: float
     kind: str

@@ -21,18 +21,18 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
+
+import msgspec
 
 OsName = Literal["linux", "macos", "windows", "wsl"]
 OS_NAMES: tuple[OsName, ...] = ("linux", "macos", "windows", "wsl")
 
 
-@dataclass(frozen=True)
-class Host:
+class Host(msgspec.Struct, frozen=True):
     os: OsName
-    env: Mapping[str, str] = field(default_factory=dict)
+    env: Mapping[str, str] = msgspec.field(default_factory=dict)
     home: str = ""
 
     @property

@@ -46,8 +46,9 @@ import os
 import sys
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any, Literal
+
+import msgspec
 
 What = Literal["open file", "working directory", "root directory", "memory map"]
 
@@ -60,8 +61,7 @@ _WHAT_ORDER: dict[str, int] = {
 }
 
 
-@dataclass(frozen=True)
-class Use:
+class Use(msgspec.Struct, frozen=True):
     """One process using something at or below one of the folders asked about."""
 
     pid: int
@@ -76,8 +76,7 @@ class Use:
         return f"{self.name or '?'} (pid {self.pid}): {self.what} {path}"
 
 
-@dataclass(frozen=True)
-class UseReport:
+class UseReport(msgspec.Struct, frozen=True):
     """What `find_uses` saw: the uses found, and what it could not look at."""
 
     uses: tuple[Use, ...] = ()

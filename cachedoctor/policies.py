@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Literal, get_args
+
+import msgspec
 
 from cachedoctor.host import Host
 from cachedoctor.locate.files import FileView, OverlayFiles
@@ -59,8 +60,7 @@ def linux_policy_files(browser: str, files: FileView) -> list[str]:
     return found
 
 
-@dataclass(frozen=True)
-class PolicyRead:
+class PolicyRead(msgspec.Struct, frozen=True):
     """A managed policy as the browser reads it: its value and file (None: not set), and the
     policy files the browser skips (not JSON, not an object), which are worth saying."""
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import os
 import sys
 import time
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from cachedoctor.host import Host
 
@@ -19,14 +20,12 @@ if TYPE_CHECKING:
     from cachedoctor.profiles.model import Profile
 
 
-@dataclass(frozen=True)
-class RunningProcess:
+class RunningProcess(msgspec.Struct, frozen=True):
     pid: int
     name: str
 
 
-@dataclass(frozen=True)
-class _Row:
+class _Row(msgspec.Struct, frozen=True):
     pid: int
     ppid: int
     name: str

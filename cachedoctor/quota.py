@@ -9,9 +9,10 @@ commands.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from cachedoctor import statefile as sf
 from cachedoctor.errors import UserInputError
@@ -64,8 +65,7 @@ if TYPE_CHECKING:
     from cachedoctor.profiles.model import Location, Profile
 
 
-@dataclass
-class QuotaChange:
+class QuotaChange(msgspec.Struct):
     tool: str
     location: str
     before: int | None
@@ -76,12 +76,11 @@ class QuotaChange:
         return self.before != self.after
 
 
-@dataclass
-class QuotaResult:
+class QuotaResult(msgspec.Struct):
     changes: list[QuotaChange]
     dry_run: bool
-    change_ids: list[int] = field(default_factory=list)  # one history record per location
-    warnings: list[str] = field(default_factory=list)
+    change_ids: list[int] = msgspec.field(default_factory=list)  # one history record per location
+    warnings: list[str] = msgspec.field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -174,8 +173,7 @@ def undo_change(change: Change, *, dry_run: bool = False) -> QuotaResult:
                         dry_run=dry_run, undoes=change.id)
 
 
-@dataclass
-class QuotaUsage:
+class QuotaUsage(msgspec.Struct):
     tool: str
     location: str
     cap_bytes: int

@@ -42,8 +42,9 @@ import os
 import stat
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
 
 from cachedoctor.fs import kinds, seam
 from cachedoctor.fs.posix import flocked_inodes, mount_id
@@ -61,8 +62,7 @@ FILE_ATTRIBUTE_REPARSE_POINT = kinds.FILE_ATTRIBUTE_REPARSE_POINT
 _IFMT, _IFDIR, _IFREG = 0o170000, 0o040000, 0o100000
 
 
-@dataclass(frozen=True)
-class FileInfo:
+class FileInfo(msgspec.Struct, frozen=True):
     """One non-directory entry found under the root (times and size from its lstat)."""
 
     rel: str  # relative to the root, '/'-separated
@@ -81,8 +81,7 @@ class FileInfo:
         return max(self.atime, self.mtime)
 
 
-@dataclass(frozen=True)
-class Skipped:
+class Skipped(msgspec.Struct, frozen=True):
     rel: str
     reason: SkipReason
     detail: str = ""
@@ -91,8 +90,7 @@ class Skipped:
         return {"path": self.rel, "reason": self.reason, "detail": self.detail}
 
 
-@dataclass
-class DeleteResult:
+class DeleteResult(msgspec.Struct):
     root: str
     files: int = 0  # non-directory entries removed (or that would be, in a dry run)
     dirs: int = 0  # directories removed
@@ -102,17 +100,16 @@ class DeleteResult:
     bytes: int = 0
     total_bytes: int = 0  # allocated bytes of the whole tree, root folder included (like du)
     kept: int = 0  # entries left alone by `keep`/`only` globs or the selection
-    skipped: list[Skipped] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    removed: list[FileInfo] = field(default_factory=list)  # only when `collect` is set
+    skipped: list[Skipped] = msgspec.field(default_factory=list)
+    errors: list[str] = msgspec.field(default_factory=list)
+    removed: list[FileInfo] = msgspec.field(default_factory=list)  # only when `collect` is set
 
     @property
     def partial(self) -> bool:
         return bool(self.errors)
 
 
-@dataclass(frozen=True)
-class Rules:
+class Rules(msgspec.Struct, frozen=True):
     """Which entries may go: `keep` globs are never deleted; with `only`, only those are.
 
     A pattern without '/' matches any path component (`*.lock`, `selfcheck.json`); a pattern
@@ -289,7 +286,7 @@ class _Deleter(TreeWalk):
                 self.real_root = fd_path(root_fd) or os.fsencode(os.path.realpath(self.root))
                 own = trash_folders_at(root_fd)  # a cache that is a mount holds that mount's trash
                 if own:
-                    self.rules = replace(self.rules, exclude=self.rules.exclude | own)
+                    self.rules = msgspec.structs.replace(self.rules, exclude=self.rules.exclude | own)
             self._walk(self._open_root(root_fd, st))
             self._count_links()
         finally:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from cachedoctor.drives import DriveInfo, drive_of
 from cachedoctor.links import is_broken, link_kind, link_target
@@ -29,8 +30,7 @@ USER_CACHE_ROOTS: dict[str, tuple[str, ...]] = {
 }
 
 
-@dataclass
-class ScanEntry:
+class ScanEntry(msgspec.Struct):
     tool: str | None
     location: str | None
     name: str | None
@@ -75,10 +75,9 @@ class ScanEntry:
         }
 
 
-@dataclass
-class ScanReport:
-    entries: list[ScanEntry] = field(default_factory=list)
-    unclaimed: list[ScanEntry] = field(default_factory=list)
+class ScanReport(msgspec.Struct):
+    entries: list[ScanEntry] = msgspec.field(default_factory=list)
+    unclaimed: list[ScanEntry] = msgspec.field(default_factory=list)
 
     @property
     def partial(self) -> bool:

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+import msgspec
 
 from cachedoctor.errors import EXIT_BAD_INPUT, CachedoctorError, OperationFailed
 
@@ -138,8 +139,7 @@ def _newer(path: Path, what: str, found: int, reads: int) -> StateFileDamaged:
                             problem=problem, hint=UPGRADE_HINT)
 
 
-@dataclass(frozen=True)
-class JsonKind(Generic[T]):
+class JsonKind(Generic[T], msgspec.Struct, frozen=True):
     """One kind of JSON file: `parse` turns a current-format document into its model, `dump`
     the model back; `migrations[n]` turns a version-n document into version n+1 (version 0
     may be any JSON value: the files of before formats were not always objects)."""
@@ -208,8 +208,7 @@ class JsonKind(Generic[T]):
         atomic_write_text(path, document + ("\n" if self.indent is not None else ""), mode=mode)
 
 
-@dataclass(frozen=True)
-class SqliteKind:
+class SqliteKind(msgspec.Struct, frozen=True):
     """One kind of SQLite database: `migrations[n]` brings a version-n database (PRAGMA
     user_version; 0 for one created before versions) to n+1, inside one transaction."""
 

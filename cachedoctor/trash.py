@@ -106,9 +106,10 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Literal
 from urllib.parse import quote
+
+import msgspec
 
 Flavor = Literal["freedesktop", "macos"]
 
@@ -149,8 +150,7 @@ class _CrossDevice(Exception):
     """rename said EXDEV: this trash is on another mount; try the next one."""
 
 
-@dataclass
-class _Bin:
+class _Bin(msgspec.Struct):
     """One open trash directory."""
 
     files_fd: int
@@ -159,9 +159,9 @@ class _Bin:
     files_where: bytes  # where trashed entries are: files/ (macOS: the trash directory)
     topdir: bytes | None  # Path= is relative to this; None: absolute (the home trash)
     dev: int
-    hints: dict[bytes, int] = field(default_factory=dict)  # name -> attempts that failed
+    hints: dict[bytes, int] = msgspec.field(default_factory=dict)  # name -> attempts that failed
     name_limit: int = NAME_MAX - len(INFO_SUFFIX)
-    lock: threading.Lock = field(default_factory=threading.Lock)  # the no-renameat2 fallback
+    lock: threading.Lock = msgspec.field(default_factory=threading.Lock)  # the no-renameat2 fallback
 
 
 class Trasher:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from cachedoctor.configedit import (
     MISSING,
@@ -44,8 +45,7 @@ if TYPE_CHECKING:
 Key = str | list[str]
 
 
-@dataclass
-class SettingChange:
+class SettingChange(msgspec.Struct):
     key: Key
     before: Any  # MISSING when the key was absent
     after: Any
@@ -60,8 +60,7 @@ class SettingChange:
                 "changed": self.changed}
 
 
-@dataclass
-class TunePlan:
+class TunePlan(msgspec.Struct):
     tool: str
     preset: TunePreset
     host: Host
@@ -72,7 +71,7 @@ class TunePlan:
     after_text: str
     diff: str
     already_tuned: bool
-    env: dict[str, str] = field(default_factory=dict)  # for an `env` preset
+    env: dict[str, str] = msgspec.field(default_factory=dict)  # for an `env` preset
 
     @property
     def creates(self) -> bool:
@@ -92,8 +91,7 @@ class TunePlan:
         }
 
 
-@dataclass
-class TuneResult:
+class TuneResult(msgspec.Struct):
     plan: TunePlan
     applied: bool
     backup: Path | None = None
@@ -106,15 +104,14 @@ class TuneResult:
                 "env": self.env.to_json() if self.env else None}
 
 
-@dataclass
-class UndoResult:
+class UndoResult(msgspec.Struct):
     change: Change
     action: str  # restore-backup, delete-created-file, revert-keys, unset-env
     file: str | None
     diff: str  # what the undo changes
     changed_since: str  # diff from the tuned file to the file now ("" when untouched)
-    reverted: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)  # keys edited since: left as they are
+    reverted: list[str] = msgspec.field(default_factory=list)
+    skipped: list[str] = msgspec.field(default_factory=list)  # keys edited since: left as they are
     dry_run: bool = False
     change_id: int | None = None
 

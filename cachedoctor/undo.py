@@ -13,8 +13,9 @@ a second undo of the same change is refused. Nothing here prints.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from cachedoctor.errors import RefusedError, UserInputError
 from cachedoctor.history import Change
@@ -25,14 +26,12 @@ Subject = tuple[str, ...]
 UNDO_LOCK = "history:undo"
 
 
-@dataclass(frozen=True)
-class UndoContext:
+class UndoContext(msgspec.Struct, frozen=True):
     host: Host
     profiles_dirs: tuple[str, ...] = ()  # extra profile folders (the CLI's --profiles-dir)
 
 
-@dataclass
-class UndoPlan:
+class UndoPlan(msgspec.Struct):
     """What reverting `change` will do; `apply()` does it and returns (before, after) data for
     the history record of the undo."""
 
@@ -48,12 +47,11 @@ class UndoPlan:
                 "steps": list(self.steps)}
 
 
-@dataclass(frozen=True)
-class UndoResult:
+class UndoResult(msgspec.Struct, frozen=True):
     undone: int
     record: int | None
     summary: str
-    steps: list[str] = field(default_factory=list)
+    steps: list[str] = msgspec.field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {"undone": self.undone, "record": self.record, "summary": self.summary,
@@ -289,8 +287,7 @@ def _schedule_plan(change: Change, ctx: UndoContext) -> UndoPlan:
 # ------------------------------------------------------------------------------ registry
 
 
-@dataclass(frozen=True)
-class Handler:
+class Handler(msgspec.Struct, frozen=True):
     subjects: Callable[[Change], set[Subject]]
     plan: Callable[[Change, UndoContext], UndoPlan]
 

@@ -29,8 +29,9 @@ from __future__ import annotations
 
 import errno
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from cachedoctor.fs import kinds, seam
 from cachedoctor.fs.walk import Frame, Task, TreeWalk, join_rel
@@ -51,15 +52,14 @@ _IFMT = 0o170000
 _IFDIR = 0o040000
 
 
-@dataclass
-class WalkResult:
+class WalkResult(msgspec.Struct):
     path: str
     allocated_bytes: int = 0
     apparent_bytes: int = 0
     files: int = 0  # non-directory inodes (regular files, symlinks, others), hard links once
     dirs: int = 0
     newest_mtime: float | None = None
-    errors: list[str] = field(default_factory=list)
+    errors: list[str] = msgspec.field(default_factory=list)
 
     @property
     def inodes(self) -> int:

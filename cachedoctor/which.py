@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import msgspec
 
 from cachedoctor.locate.effective import Picture, Place
 from cachedoctor.locate.world import World
@@ -19,8 +20,7 @@ from cachedoctor.profiles.model import Profile
 Relation = Literal["is", "inside", "contains", "default"]
 
 
-@dataclass(frozen=True)
-class Owner:
+class Owner(msgspec.Struct, frozen=True):
     tool: str
     tool_name: str
     location: str
@@ -35,14 +35,13 @@ class Owner:
     link_forbidden: str | None
 
     def to_json(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        return msgspec.structs.asdict(self)
 
 
-@dataclass
-class WhichResult:
+class WhichResult(msgspec.Struct):
     path: str
     exists: bool
-    owners: list[Owner] = field(default_factory=list)
+    owners: list[Owner] = msgspec.field(default_factory=list)
     protected: str | None = None  # why cachedoctor never touches it (a system folder...)
 
     def to_json(self) -> dict[str, Any]:

@@ -212,8 +212,8 @@ def test_only_the_policy_method_names_root_files() -> None:
     from cachedoctor.relocate.journal import Operation
     from cachedoctor.relocate.methods import METHODS
 
-    op = Operation.__new__(Operation)
-    op.settings = {"browser": "chromium"}
+    op = Operation(id="1", kind="move", tool="chromium", location="cache", method="policy",
+                   dest_root="/d", base="/d/chromium", pairs=[], settings={"browser": "chromium"})
     linux, windows = Host("linux", {}, "/home/u"), Host("windows", {}, "C:\\Users\\u")
     assert METHODS["policy"].root_files(op, linux)[0].endswith(
         "/etc/chromium/policies/managed/cachedoctor.json")

@@ -11,8 +11,9 @@ from __future__ import annotations
 import fnmatch
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, Protocol
+
+import msgspec
 
 from cachedoctor.cacheunits.tree import Entry, Tree
 
@@ -22,8 +23,7 @@ _NOATIME = getattr(os, "O_NOATIME", 0)
 SMALL_FILE = 1 << 20  # refs and manifests are a few hundred bytes; anything bigger is not one
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(msgspec.Struct, frozen=True):
     """One call of the deleter: everything below `base` (a folder, relative to the location),
     or only the entries `names` (relative to the location, each with the inode listed);
     `remove_base` then removes the emptied folder itself. A unit's steps run in order and stop
@@ -35,8 +35,7 @@ class Step:
     what: str = ""
 
 
-@dataclass
-class Revision:
+class Revision(msgspec.Struct):
     """A Hugging Face revision: `snapshots/<commit>` and the refs that point to it."""
 
     commit: str
@@ -44,7 +43,7 @@ class Revision:
     bytes: int  # allocated bytes of the blobs and files it uses, each once
     files: int  # files in the snapshot
     last_modified: float
-    blobs: set[str] = field(default_factory=set)  # rels of the blobs it links to
+    blobs: set[str] = msgspec.field(default_factory=set)  # rels of the blobs it links to
 
     @property
     def detached(self) -> bool:
@@ -56,17 +55,16 @@ class Revision:
                 "detached": self.detached}
 
 
-@dataclass
-class Unit:
+class Unit(msgspec.Struct):
     """One listable, deletable item of a location."""
 
     id: str
     type: str
     path: str  # the folder or file that is the unit, relative to the location
     members: list[str]  # entries that belong to it (a folder: everything under it)
-    revisions: list[Revision] = field(default_factory=list)
-    refs: list[str] = field(default_factory=list)
-    flags: list[str] = field(default_factory=list)
+    revisions: list[Revision] = msgspec.field(default_factory=list)
+    refs: list[str] = msgspec.field(default_factory=list)
+    flags: list[str] = msgspec.field(default_factory=list)
     file_level: bool = False  # content-addressed: its files are evicted one by one
     tool_only: str | None = None  # why only the tool's own command may clean it
     # measured by the survey
@@ -96,8 +94,7 @@ class Unit:
         }
 
 
-@dataclass
-class Garbage:
+class Garbage(msgspec.Struct):
     """What the tool itself would call garbage (`clean --prune`): a detached revision, an
     interrupted download, a blob no manifest uses, a dangling link, a superseded folder."""
 

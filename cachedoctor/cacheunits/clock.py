@@ -12,8 +12,9 @@ with their mtime (when they were made), and folders not at all.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Literal, Protocol
+
+import msgspec
 
 
 class Timed(Protocol):
@@ -28,8 +29,7 @@ class Timed(Protocol):
 NO_ATIME_OPTIONS = ("noatime",)
 
 
-@dataclass(frozen=True)
-class Clock:
+class Clock(msgspec.Struct, frozen=True):
     name: Literal["atime", "mtime"]
     why: str
 

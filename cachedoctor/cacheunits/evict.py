@@ -8,15 +8,14 @@ names outside the location never is (the estimate leaves it out).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import msgspec
 
 from cachedoctor.cacheunits.base import Unit
 from cachedoctor.cacheunits.survey import Survey
 from cachedoctor.cacheunits.tree import Entry
 
 
-@dataclass
-class Candidate:
+class Candidate(msgspec.Struct):
     unit: Unit | None  # None: a loose file
     file: Entry | None
     last_used: float
@@ -28,12 +27,11 @@ class Candidate:
         return self.unit.id if self.unit is not None else self.file.rel if self.file else ""
 
 
-@dataclass
-class Choice:
-    units: list[Candidate] = field(default_factory=list)
-    files: list[Candidate] = field(default_factory=list)
+class Choice(msgspec.Struct):
+    units: list[Candidate] = msgspec.field(default_factory=list)
+    files: list[Candidate] = msgspec.field(default_factory=list)
     bytes: int = 0  # estimated allocated bytes freed
-    skipped_shared: list[Unit] = field(default_factory=list)  # would free nothing: left
+    skipped_shared: list[Unit] = msgspec.field(default_factory=list)  # would free nothing: left
 
     @property
     def file_count(self) -> int:

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+
+import msgspec
 
 from cachedoctor.cacheunits.base import (
     Garbage,
@@ -43,8 +44,7 @@ INCOMPLETE = ".incomplete"
 _SHARED_SIDECARS = (".refs", ".lock")
 
 
-@dataclass
-class _Repo:
+class _Repo(msgspec.Struct):
     unit: Unit
     revisions: dict[str, Revision]
     ref_files: dict[str, list[str]]  # commit -> rels of the ref files naming it

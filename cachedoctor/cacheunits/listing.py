@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
 
 from cachedoctor.cacheunits.base import Unit
 from cachedoctor.cacheunits.survey import Survey, survey
@@ -21,8 +22,7 @@ SortKey = Literal["size", "used", "name"]
 SORT_KEYS: tuple[str, ...] = ("size", "used", "name")
 
 
-@dataclass
-class LocationUnits:
+class LocationUnits(msgspec.Struct):
     tool: str
     location: str
     name: str

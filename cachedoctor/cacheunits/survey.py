@@ -11,8 +11,9 @@ unit (or in a content-addressed store) are the location's `loose` files: file ru
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from cachedoctor.cacheunits.base import Garbage, Unit
 from cachedoctor.cacheunits.clock import Clock, usage_clock
@@ -21,17 +22,16 @@ from cachedoctor.cacheunits.tree import Entry, Tree, allocated, list_tree
 from cachedoctor.safedelete import Rules
 
 
-@dataclass
-class Survey:
+class Survey(msgspec.Struct):
     root: str
     tree: Tree
     clock: Clock
-    units: list[Unit] = field(default_factory=list)
-    garbage: list[Garbage] = field(default_factory=list)
-    loose: list[Entry] = field(default_factory=list)  # files evicted one by one
-    expanded: dict[str, list[Entry]] = field(default_factory=dict)  # unit id -> its entries
-    users: dict[tuple[int, int], set[str]] = field(default_factory=dict)  # inode -> unit ids
-    pinned: list[str] = field(default_factory=list)  # a type's own structure: never loose
+    units: list[Unit] = msgspec.field(default_factory=list)
+    garbage: list[Garbage] = msgspec.field(default_factory=list)
+    loose: list[Entry] = msgspec.field(default_factory=list)  # files evicted one by one
+    expanded: dict[str, list[Entry]] = msgspec.field(default_factory=dict)  # unit id -> its entries
+    users: dict[tuple[int, int], set[str]] = msgspec.field(default_factory=dict)  # inode -> unit ids
+    pinned: list[str] = msgspec.field(default_factory=list)  # a type's own structure: never loose
 
     @property
     def total(self) -> int:

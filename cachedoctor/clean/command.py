@@ -18,8 +18,9 @@ import re
 import shutil
 import subprocess
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from cachedoctor.errors import RefusedError
 from cachedoctor.profiles.model import CleanSpec, Location
@@ -29,8 +30,7 @@ COMMAND_TIMEOUT = 3600.0
 _VERSION = re.compile(r"(\d+)\.(\d+)(?:\.(\d+))?")
 
 
-@dataclass(frozen=True)
-class ToolCommand:
+class ToolCommand(msgspec.Struct, frozen=True):
     argv: list[str]  # argv[0] resolved to an absolute path
     why: str = ""  # which program was chosen among several, and why
 

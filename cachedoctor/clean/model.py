@@ -4,8 +4,9 @@ the units, garbage and files chosen there, and the measured outcome."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
 
 from cachedoctor.safedelete import Rules, Skipped
 
@@ -16,8 +17,7 @@ Mode = Literal["empty", "command", "policy", "units", "prune"]
 Status = Literal["done", "partial", "failed", "busy"]  # busy: another cachedoctor held it
 
 
-@dataclass(frozen=True)
-class Policy:
+class Policy(msgspec.Struct, frozen=True):
     """What the user asked for. `explicit`: tools were named on the command line."""
 
     explicit: bool = False
@@ -28,11 +28,10 @@ class Policy:
     force: bool = False  # clean locations that are in use (a process has files open there)
     units: tuple[str, ...] = ()  # `--unit ID`: remove exactly these units
     prune: bool = False  # `--prune`: what the tool itself calls garbage
-    now: float = field(default_factory=time.time)
+    now: float = msgspec.field(default_factory=time.time)
 
 
-@dataclass
-class Item:
+class Item(msgspec.Struct):
     path: str
     bytes: int
 
@@ -40,8 +39,7 @@ class Item:
         return {"path": self.path, "bytes": self.bytes}
 
 
-@dataclass
-class PlannedUnit:
+class PlannedUnit(msgspec.Struct):
     """A unit (or one revision of it) chosen for deletion, as measured when planning."""
 
     id: str
@@ -61,8 +59,7 @@ class PlannedUnit:
                 "revision": self.revision, "note": self.note}
 
 
-@dataclass
-class PlannedGarbage:
+class PlannedGarbage(msgspec.Struct):
     id: str
     reason: str
     bytes: int
@@ -72,8 +69,7 @@ class PlannedGarbage:
         return {"id": self.id, "reason": self.reason, "bytes": self.bytes, "files": self.files}
 
 
-@dataclass
-class Target:
+class Target(msgspec.Struct):
     """One location path to clean, with what was measured at planning time."""
 
     tool: str
@@ -96,13 +92,13 @@ class Target:
     files: int = 0
     bytes: int = 0  # estimated bytes freed
     total_bytes: int = 0
-    largest: list[Item] = field(default_factory=list)
+    largest: list[Item] = msgspec.field(default_factory=list)
     selection: dict[str, tuple[int, float]] | None = None  # loose files: rel -> (inode, last used)
     unit_specs: tuple[Any, ...] = ()  # the location's `units:` declarations
-    units: list[PlannedUnit] = field(default_factory=list)
-    garbage: list[PlannedGarbage] = field(default_factory=list)
+    units: list[PlannedUnit] = msgspec.field(default_factory=list)
+    garbage: list[PlannedGarbage] = msgspec.field(default_factory=list)
     clock: Clock | None = None
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -130,8 +126,7 @@ class Target:
         }
 
 
-@dataclass(frozen=True)
-class Refusal:
+class Refusal(msgspec.Struct, frozen=True):
     tool: str
     location: str
     path: str
@@ -150,11 +145,10 @@ class Refusal:
         }
 
 
-@dataclass
-class CleanPlan:
+class CleanPlan(msgspec.Struct):
     policy: Policy
-    targets: list[Target] = field(default_factory=list)
-    left_alone: list[Refusal] = field(default_factory=list)
+    targets: list[Target] = msgspec.field(default_factory=list)
+    left_alone: list[Refusal] = msgspec.field(default_factory=list)
 
     @property
     def refused(self) -> list[Refusal]:
@@ -180,8 +174,7 @@ class CleanPlan:
         }
 
 
-@dataclass
-class CommandRun:
+class CommandRun(msgspec.Struct):
     argv: list[str]
     returncode: int
     output: str
@@ -190,8 +183,7 @@ class CommandRun:
         return {"argv": self.argv, "returncode": self.returncode, "output": self.output}
 
 
-@dataclass
-class Measured:
+class Measured(msgspec.Struct):
     """The location and its drive, measured just before and just after cleaning."""
 
     bytes_before: int = 0
@@ -226,20 +218,19 @@ class Measured:
                 "drive_free_after": self.drive_free_after, "drive_gained_bytes": self.drive_gained}
 
 
-@dataclass
-class TargetResult:
+class TargetResult(msgspec.Struct):
     target: Target
     status: Status
     files: int = 0  # entries the deleter removed (a tool command: files measured gone)
     dirs: int = 0
     bytes: int = 0  # freed, as measured (the location before minus after)
-    skipped: list[Skipped] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = msgspec.field(default_factory=list)
+    errors: list[str] = msgspec.field(default_factory=list)
     command: CommandRun | None = None
     measured: Measured | None = None
-    units_removed: list[str] = field(default_factory=list)
-    units_left: list[tuple[str, str]] = field(default_factory=list)  # (id, why it stayed)
-    warnings: list[str] = field(default_factory=list)
+    units_removed: list[str] = msgspec.field(default_factory=list)
+    units_left: list[tuple[str, str]] = msgspec.field(default_factory=list)  # (id, why it stayed)
+    warnings: list[str] = msgspec.field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -263,10 +254,9 @@ class TargetResult:
         }
 
 
-@dataclass
-class CleanResult:
+class CleanResult(msgspec.Struct):
     plan: CleanPlan
-    results: list[TargetResult] = field(default_factory=list)
+    results: list[TargetResult] = msgspec.field(default_factory=list)
 
     @property
     def failed(self) -> bool:

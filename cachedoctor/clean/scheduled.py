@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from cachedoctor import statefile as sf
 
@@ -23,8 +24,7 @@ def schedule_config_path() -> Path:
     return config_dir() / "schedule.json"
 
 
-@dataclass(frozen=True)
-class ScheduledPolicy:
+class ScheduledPolicy(msgspec.Struct, frozen=True):
     """What `clean --scheduled` does besides enforcing quotas (written by `schedule install`)."""
 
     older_than: float | None = None

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import errno
 import os
-from dataclasses import dataclass, field
+
+import msgspec
 
 from cachedoctor.cacheunits import Step, Tree
 from cachedoctor.safedelete import FileInfo, Rules, Skipped, clean_tree
@@ -22,13 +23,12 @@ _DIR_FLAGS = (os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOL
 FORK_ABOVE = 4096  # entries below a step's folder before the deleter may fork workers
 
 
-@dataclass
-class StepsOutcome:
+class StepsOutcome(msgspec.Struct):
     files: int = 0
     dirs: int = 0
     bytes: int = 0  # the deleter's own count (measured figures come from re-measuring)
-    skipped: list[Skipped] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = msgspec.field(default_factory=list)
+    errors: list[str] = msgspec.field(default_factory=list)
     complete: bool = True
 
     def add(self, other: StepsOutcome) -> None:

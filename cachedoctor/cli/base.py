@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import sys
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -51,12 +50,14 @@ app = typer.Typer(
 )
 
 
-@dataclass
 class Options:
-    """Global options, set by the app callback."""
+    """Global options, set by the app callback (a plain class: `--help` imports no msgspec)."""
 
-    profiles_dirs: list[str] = field(default_factory=list)
-    _profiles: ProfileSet | None = None
+    __slots__ = ("_profiles", "profiles_dirs")
+
+    def __init__(self) -> None:
+        self.profiles_dirs: list[str] = []
+        self._profiles: ProfileSet | None = None
 
 
 OPTIONS = Options()

@@ -17,24 +17,26 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass, field
 from typing import Any
 
 SCHEMA_PREFIX = "cachedoctor."
 VERSIONS: dict[str, int] = {}  # command path -> its result's version, when not 1
 
 
-@dataclass
 class Session:
-    """What the current run will print as its envelope."""
+    """What the current run will print as its envelope (a plain class: `--help` imports no
+    msgspec)."""
 
-    command: str = ""
-    json: bool = False
-    result: Any = None
-    ok: bool | None = None  # None: decided by the exit code
-    warnings: list[str] = field(default_factory=list)
-    errors: list[dict[str, Any]] = field(default_factory=list)
-    printed: bool = False
+    __slots__ = ("command", "errors", "json", "ok", "printed", "result", "warnings")
+
+    def __init__(self, command: str = "", json: bool = False) -> None:
+        self.command = command
+        self.json = json
+        self.result: Any = None
+        self.ok: bool | None = None  # None: decided by the exit code
+        self.warnings: list[str] = []
+        self.errors: list[dict[str, Any]] = []
+        self.printed = False
 
 
 SESSION = Session()

@@ -140,8 +140,6 @@ def validate(
     json_out: JsonOption = False,
 ) -> None:
     """Check profile files; exit 2 if any is invalid."""
-    from dataclasses import asdict
-
     from cachedoctor.profiles.loader import ProfileFileError, load_profile_file
 
     results: list[dict[str, Any]] = []
@@ -150,7 +148,7 @@ def validate(
             profile = load_profile_file(file)
         except ProfileFileError as exc:
             results.append({"file": file, "valid": False, "id": None,
-                            "errors": [asdict(e) for e in exc.errors]})
+                            "errors": [e._asdict() for e in exc.errors]})
             if not json_out:
                 for error in exc.errors:
                     typer.echo(f"error: {error}", err=True)

@@ -12,8 +12,9 @@ import os
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
+
+import msgspec
 
 from cachedoctor.sizes import format_size
 
@@ -28,8 +29,7 @@ TEXT_FLOOR = 8  # nor an id column, once it has to fold at all
 Kind = Literal["text", "number", "path", "prose", "bar"]
 
 
-@dataclass(frozen=True)
-class Column:
+class Column(msgspec.Struct, frozen=True):
     """One column of a table. `kind` decides how it may give way on a narrow terminal:
     number and bar cells never wrap; text (ids, names) wraps only as a last resort; path and
     prose fold. `drop` > 0: the column may be left out when the terminal is too narrow, the

@@ -19,9 +19,10 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from cachedoctor.configedit.common import ConfigSyntaxError
 from cachedoctor.configedit.formats import NAMES as FORMATS
@@ -39,14 +40,13 @@ class _Missing:
 MISSING: Any = _Missing()
 
 
-@dataclass
-class ConfigEdit:
+class ConfigEdit(msgspec.Struct):
     path: Path
     before: str | None  # None: the file did not exist
     after: str
     changed: bool
     diff: str  # unified diff, empty when unchanged
-    old_value: Any = field(default=MISSING)  # MISSING when the key was absent
+    old_value: Any = MISSING  # MISSING when the key was absent
 
     @property
     def existed(self) -> bool:

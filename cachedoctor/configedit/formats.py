@@ -10,16 +10,16 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from cachedoctor.errors import UserInputError
 
 KeyPath = list[str]
 
 
-@dataclass(frozen=True)
-class Format:
+class Format(msgspec.Struct, frozen=True):
     name: str
     get: Callable[[str, KeyPath, str | None], Any]  # text, key path, INI section -> value
     set: Callable[[str, KeyPath, Any, str | None], str] | None = None

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from cachedoctor.configedit.common import ConfigSyntaxError, newline_of
 from cachedoctor.configedit.formats import Format
@@ -22,8 +23,7 @@ from cachedoctor.configedit.formats import Format
 _SECTION = re.compile(r"^\s*\[(?P<name>[^\]]+)\]\s*(?:[#;].*)?$")
 
 
-@dataclass
-class Entry:
+class Entry(msgspec.Struct):
     section: str | None
     key: str
     line: int  # index into the list of lines
@@ -32,8 +32,7 @@ class Entry:
     value: str
 
 
-@dataclass
-class Parsed:
+class Parsed(msgspec.Struct):
     lines: list[str]
     entries: list[Entry]
     sections: dict[str, int]  # section name -> index of its header line

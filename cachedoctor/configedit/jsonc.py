@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from cachedoctor.configedit.common import ConfigSyntaxError, position
 from cachedoctor.configedit.formats import Format
@@ -207,8 +208,7 @@ def loads(text: str, *, jsonc: bool, comments: bool = True) -> Any:
 # --- editing ---------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Style:
+class Style(msgspec.Struct, frozen=True):
     newline: str
     unit: str  # one indentation level
 

@@ -29,8 +29,9 @@ import ntpath
 import posixpath
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from cachedoctor.configedit.formats import Format
 
@@ -95,8 +96,7 @@ def decode_value(raw: str) -> Any:
     return value
 
 
-@dataclass
-class Entry:
+class Entry(msgspec.Struct):
     section: str | None
     key: str  # decoded; `name[]` for a list item
     line: int  # index into the lines
@@ -104,8 +104,7 @@ class Entry:
     value: Any  # decoded
 
 
-@dataclass
-class Parsed:
+class Parsed(msgspec.Struct):
     lines: list[str]
     entries: list[Entry]
     first_section: int | None  # index of the first `[section]` line

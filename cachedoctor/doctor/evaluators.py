@@ -13,9 +13,10 @@ import ntpath
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from cachedoctor import conditions as c
 from cachedoctor.doctor.report import Hit
@@ -30,8 +31,7 @@ if TYPE_CHECKING:
     from cachedoctor.relocate.journal import PendingOperation
 
 
-@dataclass
-class Context:
+class Context(msgspec.Struct):
     """What an evaluator may look at. `workspace` is the folder for workspace presets."""
 
     profile: Profile
@@ -40,7 +40,7 @@ class Context:
     policy_root: str | None = None
     quotas: dict[tuple[str, str], int] | None = None
     world: World | None = None
-    _paths: dict[str, list[str]] = field(default_factory=dict)
+    _paths: dict[str, list[str]] = msgspec.field(default_factory=dict)
 
     def the_world(self) -> World:
         if self.world is None:

@@ -6,7 +6,8 @@ import os
 import re
 import shlex
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from cachedoctor.host import Host
 
@@ -41,8 +42,7 @@ def shell_quote(text: str, host: Host) -> str:
 
 
 
-@dataclass(frozen=True)
-class Candidate:
+class Candidate(msgspec.Struct, frozen=True):
     """A drive a cache could go to."""
 
     mount: str

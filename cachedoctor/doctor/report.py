@@ -3,26 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import msgspec
 
 Severity = Literal["error", "warning", "hint"]
 SEVERITY_ORDER: dict[str, int] = {"error": 0, "warning": 1, "hint": 2}
 GLOBAL_TOOL = "(cachedoctor)"
 
 
-@dataclass(frozen=True)
-class Hit:
+class Hit(msgspec.Struct, frozen=True):
     """One place where a condition holds, with the facts found there."""
 
     path: str | None = None
     location: str | None = None
     value: str | None = None
-    facts: Mapping[str, str] = field(default_factory=dict)
+    facts: Mapping[str, str] = msgspec.field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(msgspec.Struct, frozen=True):
     tool: str
     location: str | None
     path: str | None
@@ -47,8 +46,7 @@ class Finding:
         }
 
 
-@dataclass(frozen=True)
-class CheckError:
+class CheckError(msgspec.Struct, frozen=True):
     """A check that could not be evaluated (unreadable settings file, broken policy JSON...)."""
 
     tool: str
@@ -59,11 +57,10 @@ class CheckError:
         return {"tool": self.tool, "check": self.check, "error": self.error}
 
 
-@dataclass
-class DoctorReport:
-    tools: list[str] = field(default_factory=list)
-    findings: list[Finding] = field(default_factory=list)
-    errors: list[CheckError] = field(default_factory=list)
+class DoctorReport(msgspec.Struct):
+    tools: list[str] = msgspec.field(default_factory=list)
+    findings: list[Finding] = msgspec.field(default_factory=list)
+    errors: list[CheckError] = msgspec.field(default_factory=list)
 
     def count(self, severity: Severity) -> int:
         return sum(1 for f in self.findings if f.severity == severity)

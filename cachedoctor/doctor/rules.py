@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from cachedoctor.doctor.fixes import command, suggest_dest
 from cachedoctor.doctor.report import Finding, Severity
@@ -32,13 +33,12 @@ FULL_FREE_BYTES = 5 << 30
 BIG_CACHE_BYTES = 1 << 30
 
 
-@dataclass
-class RuleContext:
+class RuleContext(msgspec.Struct):
     profile: Profile
     picture: Picture
     world: World
     quotas: dict[tuple[str, str], int]
-    _sizes: dict[str, int] = field(default_factory=dict)
+    _sizes: dict[str, int] = msgspec.field(default_factory=dict)
 
     @property
     def tool(self) -> str:

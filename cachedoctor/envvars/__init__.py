@@ -17,9 +17,10 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from cachedoctor import statefile as sf
 from cachedoctor.errors import UserInputError
@@ -30,13 +31,12 @@ if TYPE_CHECKING:
     from cachedoctor.history import Change
 
 
-@dataclass
-class EnvResult:
+class EnvResult(msgspec.Struct):
     files_changed: list[str]
     apply_now: str  # the line that applies the change in the current shell
     messages: list[str]
-    before: dict[str, str | None] = field(default_factory=dict)  # managed values before
-    after: dict[str, str | None] = field(default_factory=dict)  # None: no longer managed
+    before: dict[str, str | None] = msgspec.field(default_factory=dict)  # managed values before
+    after: dict[str, str | None] = msgspec.field(default_factory=dict)  # None: no longer managed
     dry_run: bool = False
     change_id: int | None = None
     diff: str = ""  # what the change does to each start-up file (unified diffs)
@@ -55,8 +55,7 @@ def store_file() -> Path:
     return config_dir() / "env.json"
 
 
-@dataclass(frozen=True)
-class ManagedStore:
+class ManagedStore(msgspec.Struct, frozen=True):
     """The managed variables, and the shell files cachedoctor created to hold them (deleted
     again when the last variable goes, so set + unset leaves the home as it was)."""
 

@@ -10,9 +10,10 @@ import os
 import re
 import shlex
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from cachedoctor.host import Host
 
@@ -36,8 +37,7 @@ ReadFn = Callable[[Path], "str | None"]
 _ENVD_BARE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]*$")
 
 
-@dataclass(frozen=True)
-class FilePlan:
+class FilePlan(msgspec.Struct, frozen=True):
     path: Path
     before: str | None  # None: the file does not exist
     after: str | None  # None: the file is to be deleted (it was ours and is now empty)
@@ -233,8 +233,7 @@ _COVERED_BY = {"bash": "~/.profile", "sh": "~/.profile", "dash": "~/.profile",
                "ksh": "~/.profile", "zsh": "~/.zshenv", "fish": "the folder ~/.config/fish"}
 
 
-@dataclass(frozen=True)
-class Coverage:
+class Coverage(msgspec.Struct, frozen=True):
     """Which installed shells a change to the managed block reaches, through which file."""
 
     seen_by: dict[str, str]  # shell -> the file it reads the block from

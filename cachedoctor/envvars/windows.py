@@ -11,9 +11,10 @@ from __future__ import annotations
 import contextlib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
+
+import msgspec
 
 from cachedoctor import statefile as sf
 
@@ -33,8 +34,7 @@ def value_type(value: str) -> int:
     return REG_EXPAND_SZ if _WIN_VAR.search(value) else REG_SZ
 
 
-@dataclass(frozen=True)
-class RegistryOp:
+class RegistryOp(msgspec.Struct, frozen=True):
     action: str  # set, delete, restore (the value the user had before), keep (left alone)
     name: str
     value: str | None = None
@@ -52,8 +52,7 @@ class RegistryOp:
         return f"set {where} = {self.value} ({kind})"
 
 
-@dataclass(frozen=True)
-class Prior:
+class Prior(msgspec.Struct, frozen=True):
     """What `HKCU\\Environment\\NAME` held before cachedoctor first set it (None: nothing),
     and the value cachedoctor set (`ours`). HKCU is the user's only store of their variables:
     a value they had is put back, with its type, when cachedoctor stops managing the name."""

@@ -23,8 +23,9 @@ import errno
 import os
 import stat
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from cachedoctor.fs import kinds, seam
 from cachedoctor.fs.walk import Frame, Task, TreeWalk, join_rel
@@ -41,8 +42,7 @@ _SEEK_DATA = getattr(os, "SEEK_DATA", None)
 _SEEK_HOLE = getattr(os, "SEEK_HOLE", None)
 
 
-@dataclass(frozen=True)
-class CopyOptions:
+class CopyOptions(msgspec.Struct, frozen=True):
     """What the destination can hold (`fs.probe.Capabilities.copy_options`); all on by default."""
 
     modes: bool = True
@@ -53,11 +53,10 @@ class CopyOptions:
     every_inode: bool = False  # the source's st_nlink may be stale (FUSE): group by inode
 
 
-@dataclass
-class CopyResult:
+class CopyResult(msgspec.Struct):
     entries: int = 0
     bytes: int = 0
-    skipped: list[str] = field(default_factory=list)
+    skipped: list[str] = msgspec.field(default_factory=list)
     xattr_failures: int = 0
 
 

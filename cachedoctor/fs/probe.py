@@ -24,7 +24,8 @@ import os
 import secrets
 import stat
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+
+import msgspec
 
 from cachedoctor.fs.copy import CopyOptions
 from cachedoctor.fs.survey import RESERVED_CHARS, LookFor, Survey
@@ -36,8 +37,7 @@ _SPARSE_AT = 1 << 20
 WINDOWS_MAX_PATH = 260
 
 
-@dataclass(frozen=True)
-class Capabilities:
+class Capabilities(msgspec.Struct, frozen=True):
     """What the filesystem holding `where` keeps. `why` says, per capability that failed,
     what the filesystem answered (an errno name, or "ignored")."""
 
@@ -53,7 +53,7 @@ class Capabilities:
     xattrs: bool = True
     mtime_step_ns: int = 1
     refused_chars: str = ""
-    why: dict[str, str] = field(default_factory=dict)
+    why: dict[str, str] = msgspec.field(default_factory=dict)
     probed: bool = True  # False: the folder could not be written, nothing was tried
 
     def holds(self, capability: str) -> bool:
@@ -268,10 +268,9 @@ def verify_options(src: str, dst: str) -> VerifyOptions:
                          every_inode=not (from_caps.nlink_exact and to_caps.nlink_exact))
 
 
-@dataclass
-class Assessment:
-    refusals: list[str] = field(default_factory=list)  # the move must not start
-    losses: list[str] = field(default_factory=list)  # said before copying
+class Assessment(msgspec.Struct):
+    refusals: list[str] = msgspec.field(default_factory=list)  # the move must not start
+    losses: list[str] = msgspec.field(default_factory=list)  # said before copying
     extra_bytes: int = 0  # more room the copy takes there than the survey's allocated size
 
 

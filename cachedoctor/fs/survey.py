@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from cachedoctor.fs import kinds
 from cachedoctor.fs.walk import Frame, Task, TreeWalk, join_rel
@@ -16,8 +17,7 @@ _REMOVE_ENTRIES = os.W_OK | os.X_OK  # what removing a folder's entries takes (P
 RESERVED_CHARS = '\\:*?"<>|'  # what Windows (NTFS through Win32, exFAT, FAT) refuses in a name
 
 
-@dataclass(frozen=True)
-class LookFor:
+class LookFor(msgspec.Struct, frozen=True):
     """Costlier facts the survey gathers only when the destination needs them."""
 
     xattrs: bool = False  # entries carrying extended attributes (one listxattr per entry)
@@ -25,17 +25,16 @@ class LookFor:
     reserved: str = ""  # characters the destination refuses in names
 
 
-@dataclass
-class Survey:
+class Survey(msgspec.Struct):
     """What a tree holds (hard links once), and what could not be read."""
 
     files: int = 0
     dirs: int = 0
     allocated_bytes: int = 0
     apparent_bytes: int = 0
-    unreadable: list[str] = field(default_factory=list)
-    undeletable: list[str] = field(default_factory=list)  # folders whose entries we cannot remove
-    skipped: list[str] = field(default_factory=list)  # sockets: not copyable, not data
+    unreadable: list[str] = msgspec.field(default_factory=list)
+    undeletable: list[str] = msgspec.field(default_factory=list)  # folders whose entries we cannot remove
+    skipped: list[str] = msgspec.field(default_factory=list)  # sockets: not copyable, not data
     symlinks: int = 0
     junctions: int = 0
     hardlinked_names: int = 0  # names beyond the first of a hard-linked file
@@ -45,11 +44,11 @@ class Survey:
     sparse_bytes: int = 0  # apparent - allocated bytes of sparse files (holes)
     deepest: int = 0  # folders below the root
     longest_path: int = 0  # characters of the longest path relative to the root
-    mounts: list[str] = field(default_factory=list)  # other filesystems mounted inside
-    too_deep: list[str] = field(default_factory=list)
+    mounts: list[str] = msgspec.field(default_factory=list)  # other filesystems mounted inside
+    too_deep: list[str] = msgspec.field(default_factory=list)
     with_xattrs: int = 0
-    case_clashes: list[str] = field(default_factory=list)
-    reserved_names: list[str] = field(default_factory=list)
+    case_clashes: list[str] = msgspec.field(default_factory=list)
+    reserved_names: list[str] = msgspec.field(default_factory=list)
 
     @property
     def links(self) -> int:

@@ -14,8 +14,9 @@ import contextlib
 import hashlib
 import os
 import stat
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from cachedoctor.fs import kinds, seam
 from cachedoctor.fs.walk import Frame, Task, TreeWalk, join_rel
@@ -25,8 +26,7 @@ _O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CHUNK = 1 << 20
 
 
-@dataclass(frozen=True)
-class VerifyOptions:
+class VerifyOptions(msgspec.Struct, frozen=True):
     modes: bool = True
     hardlinks: bool = True
     mtime_tolerance_ns: int = 0

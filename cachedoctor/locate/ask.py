@@ -8,8 +8,9 @@ import json
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from cachedoctor.host import Host
 from cachedoctor.profiles.model import AskTool
@@ -17,8 +18,7 @@ from cachedoctor.profiles.model import AskTool
 TIMEOUT = 20.0
 
 
-@dataclass(frozen=True)
-class Answer:
+class Answer(msgspec.Struct, frozen=True):
     command: list[str]
     path: str | None  # None when the tool could not be asked or gave no path
     error: str | None = None

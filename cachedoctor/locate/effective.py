@@ -15,8 +15,9 @@ import fnmatch
 import ntpath
 import os
 import posixpath
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
 
 from cachedoctor.host import Host
 from cachedoctor.locate.world import EnvWithout, World
@@ -49,8 +50,7 @@ if TYPE_CHECKING:
 StepKind = Literal["default", "env", "config", "policy", "link"]
 
 
-@dataclass(frozen=True)
-class Step:
+class Step(msgspec.Struct, frozen=True):
     """One reason in the chain that decided a path."""
 
     kind: StepKind
@@ -77,8 +77,7 @@ class Step:
                 "value": self.value, "managed": self.managed}
 
 
-@dataclass(frozen=True)
-class Place:
+class Place(msgspec.Struct, frozen=True):
     """One folder of a location: where the tool reads and writes, and where the bytes are."""
 
     path: str
@@ -101,8 +100,7 @@ class Place:
                 "rel": self.rel}
 
 
-@dataclass(frozen=True)
-class Picture:
+class Picture(msgspec.Struct, frozen=True):
     """The truth about one location of one tool."""
 
     tool: str
@@ -231,8 +229,7 @@ def resolve_location(profile: Profile, location: Location, world: World) -> Pict
                    tuple(conflicts), tuple(problems), audience)
 
 
-@dataclass(frozen=True)
-class _Pattern:
+class _Pattern(msgspec.Struct, frozen=True):
     """One path of a location (globs not yet expanded) and the step that decided it."""
 
     path: str

@@ -14,8 +14,9 @@ import glob as _glob
 import ntpath
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Protocol
+
+import msgspec
 
 SYSTEM_ROOT_ENV = "CACHEDOCTOR_SYSTEM_ROOT"
 _SYSTEM_TREES = ("/etc/", "/usr/", "/lib/", "/run/", "/Library/", "/opt/")
@@ -51,8 +52,7 @@ def system_path(path: str, root: str | None = None) -> str:
     return path
 
 
-@dataclass
-class LiveFiles:
+class LiveFiles(msgspec.Struct):
     """This machine's files (system-wide ones below `root` when one is set)."""
 
     root: str | None = None
@@ -106,16 +106,15 @@ class LiveFiles:
             return path
 
 
-@dataclass
-class DictFiles:
+class DictFiles(msgspec.Struct):
     """Files of any OS as plain data: for pure tests of Windows and macOS resolution.
 
     `texts`: path -> content; `dirs`: folders that exist; `links`: path -> (kind, target).
     Paths compare case-insensitively when `windows` is set."""
 
-    texts: Mapping[str, str] = field(default_factory=dict)
+    texts: Mapping[str, str] = msgspec.field(default_factory=dict)
     dirs: frozenset[str] = frozenset()
-    links: Mapping[str, tuple[str, str]] = field(default_factory=dict)
+    links: Mapping[str, tuple[str, str]] = msgspec.field(default_factory=dict)
     windows: bool = False
 
     def _k(self, path: str) -> str:
@@ -165,8 +164,7 @@ class DictFiles:
         return target[1] if target else path
 
 
-@dataclass(frozen=True)
-class OverlayFiles:
+class OverlayFiles(msgspec.Struct, frozen=True):
     """A FileView with some files' texts replaced (None: the file removed): the files as a
     change would leave them, for resolving the world after it before anything is written."""
 

@@ -32,9 +32,10 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from cachedoctor import statefile as sf
 from cachedoctor.errors import OperationFailed
@@ -56,8 +57,7 @@ _PROBE = ("import os,sys;m=sys.argv[1].encode();sys.stdout.buffer.write(m+b'\\0'
 _memo: dict[str, dict[str, str]] = {}
 
 
-@dataclass(frozen=True)
-class Asked:
+class Asked(msgspec.Struct, frozen=True):
     """What the login shell said: its environment, or why there is none."""
 
     shell: str  # the shell's path
@@ -283,8 +283,7 @@ def cache_file() -> str:
     return str(state_dir() / CACHE_NAME)
 
 
-@dataclass(frozen=True)
-class _Cached:
+class _Cached(msgspec.Struct, frozen=True):
     key: str  # what the answer depends on (`_key`)
     shell: str
     env: dict[str, str]

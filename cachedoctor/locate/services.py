@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+
+import msgspec
 
 from cachedoctor.locate.files import FileView
 
@@ -57,8 +58,7 @@ _SIMPLE_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "
 _HOST_SPECIFIERS = frozenset("aAbBdfHIJlmMoPqvwWyY")
 
 
-@dataclass(frozen=True)
-class ServiceEnv:
+class ServiceEnv(msgspec.Struct, frozen=True):
     unit: str
     file: str | None  # the unit file found, None when the service is not installed
     values: dict[str, tuple[str, str]]  # name -> (value, where it is set)

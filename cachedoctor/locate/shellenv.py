@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, field
+
+import msgspec
 
 from cachedoctor.envvars.posix import BEGIN, END
 from cachedoctor.locate.files import FileView
@@ -41,8 +42,7 @@ class _Unknown(Exception):
     """The value needs the shell to run something (a command, a function)."""
 
 
-@dataclass(frozen=True)
-class Assignment:
+class Assignment(msgspec.Struct, frozen=True):
     name: str
     value: str | None  # None: unset here (`unset NAME`, fish `set -e NAME`)
     file: str  # as shown (`~/.profile`)
@@ -59,8 +59,7 @@ class Assignment:
 Files = tuple[tuple[tuple[str, ...], str], ...]
 
 
-@dataclass(frozen=True)
-class Shell:
+class Shell(msgspec.Struct, frozen=True):
     """How one shell starts a login session: its syntax and its files in order. Each entry is
     a tuple of alternatives (the first that exists is read; a glob reads every match)."""
 
@@ -96,8 +95,7 @@ _ANY = Shell("sh", (
 _PRELUDE: Files = ((("/etc/environment",), "envd"), (("{config}/environment.d/*.conf",), "envd"))
 
 
-@dataclass(frozen=True)
-class Session:
+class Session(msgspec.Struct, frozen=True):
     """Whose session: the login shell (a `SHELLS` name, None when unknown), the folders, and
     the environment the login starts with (HOME, USER, PATH... not this process's)."""
 
@@ -108,14 +106,13 @@ class Session:
     start_env: Mapping[str, str]
 
 
-@dataclass
-class StartUp:
+class StartUp(msgspec.Struct):
     """What the start-up files do, in the order they run."""
 
-    assignments: list[Assignment] = field(default_factory=list)
-    session_env: dict[str, str] = field(default_factory=dict)  # after /etc/environment, environment.d
-    watched: list[str] = field(default_factory=list)  # every file or folder that could matter
-    block_at: dict[str, int] = field(default_factory=dict)  # file -> index where its block runs
+    assignments: list[Assignment] = msgspec.field(default_factory=list)
+    session_env: dict[str, str] = msgspec.field(default_factory=dict)  # after /etc/environment, environment.d
+    watched: list[str] = msgspec.field(default_factory=list)  # every file or folder that could matter
+    block_at: dict[str, int] = msgspec.field(default_factory=dict)  # file -> index where its block runs
 
     def final(self) -> dict[str, Assignment]:
         """name -> the assignment that decides it (its value None: unset)."""

@@ -10,8 +10,9 @@ testable on Linux.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from cachedoctor.host import Host
 from cachedoctor.locate.files import DictFiles, FileView, OverlayFiles
@@ -24,8 +25,7 @@ if TYPE_CHECKING:
     from cachedoctor.relocate.journal import Operation
 
 
-@dataclass(frozen=True)
-class EnvValue:
+class EnvValue(msgspec.Struct, frozen=True):
     value: str
     origin: str  # "~/.profile:12, cachedoctor's block", "HKCU\\Environment", a unit file line
     managed: bool = False  # written by cachedoctor (`env set`, `move --method env`)
@@ -36,15 +36,14 @@ Policy = Callable[[str, str], "PolicyRead"]  # (browser, policy) -> what the bro
 Services = Callable[[str], ServiceEnv]
 
 
-@dataclass(frozen=True)
-class World:
+class World(msgspec.Struct, frozen=True):
     host: Host
     files: FileView
-    persistent: Persistent = field(default=lambda _name: None)
-    service: Services = field(default=lambda unit: ServiceEnv(unit, None, {}))
-    policy: Policy = field(default=lambda _browser, _name: _NOT_SET)
-    records: Mapping[str, Operation] = field(default_factory=dict)  # "tool/location" -> record
-    pending: Mapping[str, Operation] = field(default_factory=dict)  # unfinished operations
+    persistent: Persistent = lambda _name: None
+    service: Services = lambda unit: ServiceEnv(unit, None, {})
+    policy: Policy = lambda _browser, _name: _NOT_SET
+    records: Mapping[str, Operation] = msgspec.field(default_factory=dict)  # "tool/location" -> record
+    pending: Mapping[str, Operation] = msgspec.field(default_factory=dict)  # unfinished operations
     problems: tuple[str, ...] = ()  # state that could not be read (a damaged registry file)
 
     @classmethod

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 if TYPE_CHECKING:
     import yaml
@@ -24,8 +23,11 @@ Origin = Literal["builtin", "user", "extra"]
 PROFILES_DIR_ENV = "CACHEDOCTOR_PROFILES_DIR"
 
 
-@dataclass(frozen=True)
-class ProfileError:
+# The records here are named tuples and a plain class, not msgspec structs: shell completion
+# imports this module (for the names) and must not import msgspec.
+
+
+class ProfileError(NamedTuple):
     file: str
     line: int | None
     field: str | None
@@ -37,15 +39,13 @@ class ProfileError:
         return f"{where}: {what}{self.message}"
 
 
-@dataclass(frozen=True)
-class LoadedProfile:
+class LoadedProfile(NamedTuple):
     profile: Profile
     file: str
     origin: Origin
 
 
-@dataclass(frozen=True)
-class ToolNames:
+class ToolNames(NamedTuple):
     """What a command line can name of a profile (plain data: read without the model)."""
 
     id: str
@@ -65,12 +65,15 @@ def name_table(tools: Iterable[tuple[str, Iterable[str]]]) -> dict[str, str]:
     return names
 
 
-@dataclass
 class ProfileSet:
-    profiles: dict[str, LoadedProfile] = field(default_factory=dict)
-    errors: list[ProfileError] = field(default_factory=list)
+    """The profiles a command sees, by id, and the files that failed to load."""
 
-    _names: dict[str, str] | None = field(default=None, repr=False, compare=False)
+    __slots__ = ("_names", "errors", "profiles")
+
+    def __init__(self) -> None:
+        self.profiles: dict[str, LoadedProfile] = {}
+        self.errors: list[ProfileError] = []
+        self._names: dict[str, str] | None = None  # resolve()'s table, built on first use
 
     def resolve(self, name: str) -> str | None:
         """The id of the profile `name` means: its id in any case, or one of its aliases."""

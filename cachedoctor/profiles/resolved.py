@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 from cachedoctor.host import Host
 from cachedoctor.profiles.model import Location, Profile
 from cachedoctor.resolve import expand_globs, try_expand
 
 
-@dataclass(frozen=True)
-class LocationPath:
+class LocationPath(msgspec.Struct, frozen=True):
     tool: str
     location: Location
     path: str  # concrete path; for glob templates one entry per match

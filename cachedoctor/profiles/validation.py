@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import re
 import types
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
 
 import msgspec
@@ -26,8 +25,7 @@ T = TypeVar("T")
 DataPath = tuple[str | int, ...]
 
 
-@dataclass(frozen=True)
-class Problem:
+class Problem(msgspec.Struct, frozen=True):
     """What is wrong (`message`) with the value at `at` (the line to show), reported as
     `field` (`at` itself, or a key missing or unknown below it)."""
 

@@ -10,8 +10,9 @@ start); the entry points below import the engine when called.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 if TYPE_CHECKING:
     from cachedoctor.host import Host
@@ -65,15 +66,14 @@ def move_location(profile: Profile, location_id: str, host: Host, dest: str, *,
         return execute_move(plan, host, progress=progress)
 
 
-@dataclass
-class RestorePlan:
+class RestorePlan(msgspec.Struct):
     tool: str
     location: str
     status: str  # restore | rollback | resume | not_relocated
     op: Operation | None = None
     needed_bytes: int = 0
     free_bytes: int | None = None
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
 
     def to_json(self, host: Host) -> dict[str, Any]:
         op = self.op

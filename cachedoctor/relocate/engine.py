@@ -11,8 +11,9 @@ import errno
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from cachedoctor.errors import CachedoctorError, OperationFailed, RefusedError
 from cachedoctor.fs import seam
@@ -30,8 +31,7 @@ from cachedoctor.relocate.copy import (
 from cachedoctor.relocate.journal import Operation, Pair
 
 
-@dataclass
-class Outcome:
+class Outcome(msgspec.Struct):
     """What a move or restore did (for rendering and --json)."""
 
     tool: str
@@ -40,14 +40,14 @@ class Outcome:
     status: str  # moved | restored | already_relocated | not_relocated | rolled_back | planned
     method: str = ""
     base: str = ""
-    pairs: list[dict[str, Any]] = field(default_factory=list)
+    pairs: list[dict[str, Any]] = msgspec.field(default_factory=list)
     files: int = 0  # entries copied by this run (0 for a rename, or a resumed move past its copy)
     bytes: int = 0
     seconds: float = 0.0
     # measured afterwards where the data now is (files, allocated bytes): what a rename moved,
     # what a resumed move holds
     at_dest: tuple[int, int] | None = None
-    messages: list[str] = field(default_factory=list)
+    messages: list[str] = msgspec.field(default_factory=list)
     history_id: int | None = None
     now_at: list[dict[str, Any]] | None = None  # where the tool's cache is, observed afterwards
 

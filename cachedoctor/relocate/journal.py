@@ -19,9 +19,10 @@ import os
 import shlex
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal, TypeVar
+
+import msgspec
 
 from cachedoctor import statefile as sf
 from cachedoctor.state import journal_dir, state_dir
@@ -33,8 +34,7 @@ MOVE_PHASES = ("planned", "copying", "copied", "swapped", "linked", "cleaning", 
 RESTORE_PHASES = ("planned", "copying", "copied", "unlinked", "placed", "cleaning", "done")
 
 
-@dataclass
-class Pair:
+class Pair(msgspec.Struct):
     """One folder of the location: where the tool expects it and where the data goes."""
 
     source: str  # the path the tool uses (becomes a link for the link method)
@@ -51,8 +51,7 @@ class Pair:
         return f"{self.source}.cachedoctor-old-{op_id}"
 
 
-@dataclass
-class Operation:
+class Operation(msgspec.Struct):
     """Everything needed to finish or roll back an operation without the profile."""
 
     id: str
@@ -64,15 +63,15 @@ class Operation:
     base: str  # DEST/<tool>[/<location>]: what the link/env/policy/config points at
     pairs: list[Pair]
     verify: str = "size"  # size | hash
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Any] = msgspec.field(default_factory=dict)
     phase: str = "planned"
-    profiles_dirs: list[str] = field(default_factory=list)
-    started: float = field(default_factory=time.time)
-    updated: float = field(default_factory=time.time)
-    messages: list[str] = field(default_factory=list)
+    profiles_dirs: list[str] = msgspec.field(default_factory=list)
+    started: float = msgspec.field(default_factory=time.time)
+    updated: float = msgspec.field(default_factory=time.time)
+    messages: list[str] = msgspec.field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
-        return asdict(self)
+        return msgspec.to_builtins(self)  # type: ignore[no-any-return]
 
 
     def at_least(self, phase: str) -> bool:
@@ -173,8 +172,7 @@ JOURNAL = sf.JsonKind[Operation](
 )
 
 
-@dataclass(frozen=True)
-class PendingOperation:
+class PendingOperation(msgspec.Struct, frozen=True):
     """An interrupted operation, as the rest of the CLI shows it."""
 
     tool: str

@@ -4,8 +4,9 @@ safe to start. Nothing here changes anything on disk."""
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from cachedoctor.errors import OperationFailed, RefusedError, UserInputError
 from cachedoctor.host import Host
@@ -31,13 +32,12 @@ def margin_for(nbytes: int) -> int:
     return max(nbytes // 20, MIN_MARGIN)
 
 
-@dataclass
-class MovePlan:
+class MovePlan(msgspec.Struct):
     op: Operation
-    surveys: dict[str, Survey] = field(default_factory=dict)
+    surveys: dict[str, Survey] = msgspec.field(default_factory=dict)
     needed_bytes: int = 0
     free_bytes: int | None = None
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[str] = msgspec.field(default_factory=list)
     already: str | None = None  # set when the location is already relocated: where it lives
     resumes: bool = False  # an interrupted move of this location is being finished
     replaces: str | None = None  # the user's own setting the move overwrites (asked first)

@@ -20,8 +20,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any, Protocol
+
+import msgspec
 
 from cachedoctor.errors import OperationFailed, RefusedError
 from cachedoctor.host import Host
@@ -30,8 +31,7 @@ from cachedoctor.policies import REGISTRY_KEYS, own_policy_file
 HKCU, HKLM = "HKEY_CURRENT_USER", "HKEY_LOCAL_MACHINE"
 
 
-@dataclass(frozen=True)
-class RegistryValue:
+class RegistryValue(msgspec.Struct, frozen=True):
     """Pure description of a registry write: hive\\key, value name, REG_SZ data."""
 
     key: str

@@ -17,9 +17,10 @@ import hashlib
 import os
 import shutil
 import stat
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from cachedoctor import statefile as sf
 from cachedoctor.errors import OperationFailed
@@ -124,13 +125,12 @@ def discard(op_id: str, count: int) -> None:
         snapshot_file(op_id, index).unlink(missing_ok=True)
 
 
-@dataclass
-class Settled:
+class Settled(msgspec.Struct):
     """What changed in the original after its verification, and what was done about it."""
 
-    changed_folders: list[str] = field(default_factory=list)
-    copied: list[str] = field(default_factory=list)  # relative paths merged into the new place
-    kept_newer: list[str] = field(default_factory=list)  # the new place's copy was newer
+    changed_folders: list[str] = msgspec.field(default_factory=list)
+    copied: list[str] = msgspec.field(default_factory=list)  # relative paths merged into the new place
+    kept_newer: list[str] = msgspec.field(default_factory=list)  # the new place's copy was newer
 
     @property
     def changed(self) -> bool:

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
+
+import msgspec
 
 from cachedoctor.errors import OperationFailed
 
@@ -17,17 +18,16 @@ if TYPE_CHECKING:
     from cachedoctor.schedule.model import Job
 
 
-@dataclass
-class Installed:
+class Installed(msgspec.Struct):
     """The outcome of an install or remove: what is on disk and what was run."""
 
     backend: str
     job: Job | None
-    files: list[str] = field(default_factory=list)
+    files: list[str] = msgspec.field(default_factory=list)
     cron_line: str | None = None
     crontab_user: str | None = None  # whose crontab was rewritten (cron only)
-    commands: list[list[str]] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    commands: list[list[str]] = msgspec.field(default_factory=list)
+    notes: list[str] = msgspec.field(default_factory=list)
     history_id: int | None = None
 
     def to_json(self) -> dict[str, Any]:

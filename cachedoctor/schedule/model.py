@@ -6,8 +6,9 @@ import os
 import re
 import shutil
 import sys
-from dataclasses import dataclass, field
 from typing import Any, Literal
+
+import msgspec
 
 from cachedoctor.errors import UserInputError
 
@@ -19,8 +20,7 @@ WEEKDAY = "Mon"  # weekly runs happen on Mondays on every backend
 _AT = re.compile(r"^(\d{1,2}):(\d{2})$")
 
 
-@dataclass(frozen=True)
-class Schedule:
+class Schedule(msgspec.Struct, frozen=True):
     every: Every = "daily"
     hour: int = 3
     minute: int = 30
@@ -53,12 +53,11 @@ def parse_schedule(every: str, at: str) -> Schedule:
     return Schedule(every, hour, minute)  # type: ignore[arg-type]
 
 
-@dataclass(frozen=True)
-class Job:
+class Job(msgspec.Struct, frozen=True):
     """The command the scheduler runs: the absolute cachedoctor executable + `clean --scheduled`."""
 
     argv: tuple[str, ...]
-    schedule: Schedule = field(default_factory=Schedule)
+    schedule: Schedule = msgspec.field(default_factory=Schedule)
 
     def to_json(self) -> dict[str, Any]:
         return {"argv": list(self.argv), **self.schedule.to_json()}

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 from xml.sax.saxutils import escape
+
+import msgspec
 
 from cachedoctor.errors import OperationFailed
 from cachedoctor.host import Host, OsName
@@ -36,8 +37,7 @@ NAMESPACE = "http://schemas.microsoft.com/windows/2004/02/mit/task"
 _START_DATE = "2024-01-01"  # any past day: the trigger repeats from there
 
 
-@dataclass(frozen=True)
-class Action:
+class Action(msgspec.Struct, frozen=True):
     """What the task starts: a program and its Windows command line of arguments."""
 
     command: str

@@ -40,8 +40,9 @@ import errno
 import fnmatch
 import os
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from cachedoctor.fs import seam
 from cachedoctor.fs.walk import Frame, Task, TreeWalk, join_rel, worker_count
@@ -68,8 +69,7 @@ PROGRESS_EVERY = 4096  # entries between progress reports
 GITIGNORE_LIMIT = 64 * 1024
 
 
-@dataclass
-class Output:
+class Output(msgspec.Struct):
     """One build output, as found and measured. Counters are bytes allocated (st_blocks)."""
 
     path: str
@@ -89,10 +89,10 @@ class Output:
     kept_files: int = 0
     root_bytes: int = 0  # the output folder's own blocks
     dir_bytes: int = 0  # the blocks of its folders (itself included)
-    links: dict[tuple[int, int], list[int]] = field(default_factory=dict)  # -> [bytes, names, nlink]
-    git_inside: list[str] = field(default_factory=list)
-    mounts_inside: list[str] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    links: dict[tuple[int, int], list[int]] = msgspec.field(default_factory=dict)  # -> [bytes, names, nlink]
+    git_inside: list[str] = msgspec.field(default_factory=list)
+    mounts_inside: list[str] = msgspec.field(default_factory=list)
+    errors: list[str] = msgspec.field(default_factory=list)
 
     def fresh(self) -> Output:
         """The same output with nothing counted yet (a worker counts its own share)."""
@@ -133,8 +133,7 @@ class Output:
         return self.single + linked - (self.root_bytes if self.kept_files else 0)
 
 
-@dataclass
-class Project:
+class Project(msgspec.Struct):
     """A folder holding a `.git` or a build file (or the walked folder itself): outputs are
     dated by the newest file from here down."""
 
@@ -143,8 +142,7 @@ class Project:
     git: bool
 
 
-@dataclass(frozen=True)
-class Passed:
+class Passed(msgspec.Struct, frozen=True):
     """A folder (or link) named like an output that is not one, and why."""
 
     path: str
@@ -152,14 +150,13 @@ class Passed:
     reason: str
 
 
-@dataclass
-class Survey:
+class Survey(msgspec.Struct):
     root: str
-    outputs: dict[str, Output] = field(default_factory=dict)
-    projects: dict[str, Project] = field(default_factory=dict)
-    newest: dict[str, float] = field(default_factory=dict)  # project -> newest mtime, own folders
-    passed: list[Passed] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    outputs: dict[str, Output] = msgspec.field(default_factory=dict)
+    projects: dict[str, Project] = msgspec.field(default_factory=dict)
+    newest: dict[str, float] = msgspec.field(default_factory=dict)  # project -> newest mtime, own folders
+    passed: list[Passed] = msgspec.field(default_factory=list)
+    errors: list[str] = msgspec.field(default_factory=list)
     entries: int = 0
 
     def activity(self) -> dict[str, float]:

@@ -27,8 +27,9 @@ import fnmatch
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Protocol
+
+import msgspec
 
 from cachedoctor.cachedirtag import SIGNATURE
 from cachedoctor.errors import UserInputError
@@ -75,8 +76,7 @@ class Marker(Protocol):
     def holds(self, probe: Probe) -> bool: ...
 
 
-@dataclass(frozen=True)
-class Beside:
+class Beside(msgspec.Struct, frozen=True):
     """One of these names (globs allowed) is next to the folder."""
 
     names: tuple[str, ...]
@@ -89,8 +89,7 @@ class Beside:
         return _matches(probe.beside, self.names)
 
 
-@dataclass(frozen=True)
-class Inside:
+class Inside(msgspec.Struct, frozen=True):
     """One of these names (globs allowed) is inside the folder."""
 
     names: tuple[str, ...]
@@ -103,8 +102,7 @@ class Inside:
         return _matches(probe.inside(), self.names)
 
 
-@dataclass(frozen=True)
-class Tag:
+class Tag(msgspec.Struct, frozen=True):
     """A valid CACHEDIR.TAG inside (the Cache Directory Tagging Specification)."""
 
     @property
@@ -116,8 +114,7 @@ class Tag:
         return head is not None and head.startswith(SIGNATURE)
 
 
-@dataclass(frozen=True)
-class StartsWith:
+class StartsWith(msgspec.Struct, frozen=True):
     """A file inside begins with the text its tool writes there."""
 
     name: str
@@ -132,8 +129,7 @@ class StartsWith:
         return found is not None and found.startswith(self.head)
 
 
-@dataclass(frozen=True)
-class OnlyInside:
+class OnlyInside(msgspec.Struct, frozen=True):
     """The folder is not empty and every entry in it matches these globs (`dist` of wheels)."""
 
     names: tuple[str, ...]
@@ -159,8 +155,7 @@ def _package_json(probe: Probe) -> dict[str, object] | None:
     return data if isinstance(data, dict) else None
 
 
-@dataclass(frozen=True)
-class Script:
+class Script(msgspec.Struct, frozen=True):
     """The package.json beside it has this npm script (`build`)."""
 
     name: str
@@ -175,8 +170,7 @@ class Script:
         return isinstance(scripts, dict) and isinstance(scripts.get(self.name), str)
 
 
-@dataclass(frozen=True)
-class Depends:
+class Depends(msgspec.Struct, frozen=True):
     """The package.json beside it depends on this package (`next`)."""
 
     package: str
@@ -193,8 +187,7 @@ class Depends:
         )
 
 
-@dataclass(frozen=True)
-class Declares:
+class Declares(msgspec.Struct, frozen=True):
     """A text build file beside it has a line matching `pattern` (`[tool.tox]` in
     pyproject.toml, `[tox:tox]` in setup.cfg)."""
 
@@ -213,8 +206,7 @@ class Declares:
         return re.search(self.pattern, raw.decode("utf-8", "replace"), re.MULTILINE) is not None
 
 
-@dataclass(frozen=True)
-class Ignored:
+class Ignored(msgspec.Struct, frozen=True):
     """The project's .gitignore (beside it or above, up to the repository) ignores it."""
 
     @property
@@ -225,8 +217,7 @@ class Ignored:
         return probe.ignored()
 
 
-@dataclass(frozen=True)
-class AnyOf:
+class AnyOf(msgspec.Struct, frozen=True):
     """One of several markers."""
 
     markers: tuple[Marker, ...]
@@ -239,8 +230,7 @@ class AnyOf:
         return any(m.holds(probe) for m in self.markers)
 
 
-@dataclass(frozen=True)
-class Recipe:
+class Recipe(msgspec.Struct, frozen=True):
     """Every marker must hold."""
 
     markers: tuple[Marker, ...]
@@ -253,8 +243,7 @@ class Recipe:
         return all(m.holds(probe) for m in self.markers)
 
 
-@dataclass(frozen=True)
-class Kind:
+class Kind(msgspec.Struct, frozen=True):
     """One kind of build output. `only`: file-name globs of what may go (`__pycache__` loses
     its `.pyc` files, anything else stays, and so does the folder then); `not_if_inside`: names
     that show the folder is something else (the Gradle user home is also called `.gradle`)."""
@@ -266,7 +255,7 @@ class Kind:
     source: str
     only: tuple[str, ...] = ()
     not_if_inside: tuple[str, ...] = ()
-    aliases: tuple[str, ...] = field(default=())
+    aliases: tuple[str, ...] = ()
 
     def recognise(self, probe: Probe) -> str | None:
         """What recognised the folder as this kind ("a package.json beside it"), or None."""

@@ -31,8 +31,9 @@ import os
 import stat
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
+
+import msgspec
 
 from cachedoctor.errors import CachedoctorError, RefusedError, UserInputError
 from cachedoctor.safedelete import Rules, Skipped, clean_tree
@@ -58,18 +59,16 @@ _DIR_FLAGS = (
 )
 
 
-@dataclass(frozen=True)
-class SweepPolicy:
+class SweepPolicy(msgspec.Struct, frozen=True):
     """What the user asked for."""
 
     older_than: float | None = None  # seconds: only outputs of projects idle that long
     kinds: tuple[Kind, ...] | None = None  # None: every kind
     trash: bool = False
-    now: float = field(default_factory=time.time)
+    now: float = msgspec.field(default_factory=time.time)
 
 
-@dataclass
-class Target:
+class Target(msgspec.Struct):
     """One build output that goes, with what was measured when planning."""
 
     output: Output
@@ -99,8 +98,7 @@ class Target:
         }
 
 
-@dataclass(frozen=True)
-class LeftAlone:
+class LeftAlone(msgspec.Struct, frozen=True):
     path: str
     kind: str
     reason: str
@@ -111,13 +109,12 @@ class LeftAlone:
                 "refused": self.refused}
 
 
-@dataclass
-class SweepPlan:
+class SweepPlan(msgspec.Struct):
     dirs: list[str]
     policy: SweepPolicy
-    targets: list[Target] = field(default_factory=list)
-    left_alone: list[LeftAlone] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)  # folders that could not be read
+    targets: list[Target] = msgspec.field(default_factory=list)
+    left_alone: list[LeftAlone] = msgspec.field(default_factory=list)
+    errors: list[str] = msgspec.field(default_factory=list)  # folders that could not be read
     entries: int = 0
 
     @property
@@ -278,8 +275,7 @@ def _rel(path: str, base: str) -> str:
     return os.path.relpath(path, base).replace(os.sep, "/")
 
 
-@dataclass(frozen=True)
-class _Guards:
+class _Guards(msgspec.Struct, frozen=True):
     """What no output may hold, computed once per plan (checked for hundreds of outputs)."""
 
     own: tuple[str, ...]  # where this cachedoctor runs from: its environment and package
@@ -370,16 +366,15 @@ def _ago(seconds: float) -> str:
 # ---------------------------------------------------------------------------------- executing
 
 
-@dataclass
-class TargetResult:
+class TargetResult(msgspec.Struct):
     target: Target
     status: Status
     files: int = 0
     dirs: int = 0
     bytes: int = 0  # freed, as the deleter counted it (hard links: when the last name went)
     removed: bool = False  # the output folder itself is gone
-    skipped: list[Skipped] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
+    skipped: list[Skipped] = msgspec.field(default_factory=list)
+    errors: list[str] = msgspec.field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -395,10 +390,9 @@ class TargetResult:
         }
 
 
-@dataclass
-class SweepResult:
+class SweepResult(msgspec.Struct):
     plan: SweepPlan
-    results: list[TargetResult] = field(default_factory=list)
+    results: list[TargetResult] = msgspec.field(default_factory=list)
 
     @property
     def failed(self) -> bool:
