@@ -15,8 +15,9 @@ import os
 import posixpath
 import re
 import shutil
-from dataclasses import dataclass
 from functools import lru_cache
+
+import msgspec
 
 from cachedoctor.errors import UserInputError
 
@@ -25,8 +26,7 @@ NETWORK_FS = frozenset({"nfs", "nfs4", "cifs", "smb", "smbfs", "smb3", "fuse.ssh
                         "glusterfs", "ceph"})
 
 
-@dataclass(frozen=True)
-class DriveInfo:
+class DriveInfo(msgspec.Struct, frozen=True):
     mount: str
     device: str
     fstype: str
@@ -155,12 +155,33 @@ def mount_point(path: str) -> str:
     if os.path.islink(current):
         current = os.path.dirname(current)
     current = os.path.realpath(current)
-    while not os.path.ismount(current):
+    if os.name == "nt":  # pragma: no cover - volumes and their mount points: ask Windows
+        while not os.path.ismount(current):
+            parent = os.path.dirname(current)
+            if parent == current:
+                break
+            current = parent
+        return current
+    # POSIX: `os.path.ismount`'s own test (the parent is another device, or the same inode: the
+    # root) with one lstat per level, not two and a realpath: `current` has no links left, so
+    # its dirname is its `..`. A level that cannot be read is not a mount point, as there.
+    here = _lstat(current)
+    while True:
         parent = os.path.dirname(current)
         if parent == current:
-            break
-        current = parent
-    return current
+            return current
+        above = _lstat(parent)
+        if here is not None and above is not None and (
+                above.st_dev != here.st_dev or above.st_ino == here.st_ino):
+            return current
+        current, here = parent, above
+
+
+def _lstat(path: str) -> os.stat_result | None:
+    try:
+        return os.lstat(path)
+    except OSError:
+        return None
 
 
 def drive_of(path: str) -> DriveInfo | None:

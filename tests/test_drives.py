@@ -45,3 +45,25 @@ def test_noexec_mount_with_a_space_in_its_name(tmp_path: Path) -> None:
         subprocess.run(["umount", "-l", str(mount)], check=False)
         partitions.cache_clear()
     assert os.path.isdir(mount)
+
+
+def test_the_mount_point_is_the_one_os_path_ismount_finds(tmp_path: Path) -> None:
+    """The walk up by device and inode against `os.path.ismount` (the oracle) on this
+    machine's real mounts, a link and a path that does not exist yet."""
+    from cachedoctor.drives import mount_point, nearest_existing
+
+    def by_ismount(path: str) -> str:
+        current = nearest_existing(path)
+        if os.path.islink(current):
+            current = os.path.dirname(current)
+        current = os.path.realpath(current)
+        while not os.path.ismount(current) and os.path.dirname(current) != current:
+            current = os.path.dirname(current)
+        return current
+
+    (tmp_path / "link").symlink_to("/proc/self")
+    paths = [str(tmp_path), str(tmp_path / "link"), str(tmp_path / "not" / "yet"), "/",
+             "/proc/self/fd", "/dev", "/sys/kernel", "/dev/shm", "/etc/hostname",
+             *(m[0] for m in partitions()[:40])]
+    for path in paths:
+        assert mount_point(path) == by_ismount(path), path
