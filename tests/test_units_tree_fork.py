@@ -1,0 +1,97 @@
+"""The units listing shared among forked workers is the listing one process makes: the same
+entries in the same order, the same folders' children, the same kept entries and errors, also
+when a deferred folder changes before a worker enters it or a worker dies."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from cachedoctor.cacheunits import list_tree
+from cachedoctor.cacheunits.tree import Tree
+from cachedoctor.fs.walk import TreeWalk
+from cachedoctor.safedelete import Rules
+from tests.conftest import needs_linux
+
+pytestmark = needs_linux
+
+
+@pytest.fixture
+def cache(tmp_path: Path) -> Path:
+    """Forty folders of files, nested folders, links (inside, outside, dangling), hard
+    links, a kept folder and an empty one."""
+    root = tmp_path / "cache"
+    for n in range(40):
+        folder = root / f"d{n:02d}" / "sub" / "deeper"
+        folder.mkdir(parents=True)
+        for f in range(n % 7):
+            (folder.parent / f"f{f}.bin").write_bytes(b"x" * (f * 1000))
+        (folder / "leaf").write_text(str(n))
+        (folder.parent / "link").symlink_to("../../d00/sub/f1.bin" if n else "/etc/hostname")
+        (folder / "dangling").symlink_to("nowhere")
+    os.link(root / "d05" / "sub" / "f1.bin", root / "d30" / "hard.bin")
+    (root / "empty").mkdir()
+    (root / "keep-me").mkdir()
+    (root / "keep-me" / "x").write_text("kept")
+    list_tree(str(root), workers=1)  # reading a folder the first time moves its atime (relatime)
+    return root
+
+
+def snapshot(tree: Tree) -> tuple[object, ...]:
+    children = {rel: [e.rel for e in entries] for rel, entries in tree.children.items()}
+    return list(tree.entries.items()), children, sorted(tree.kept), tree.errors
+
+
+@pytest.mark.parametrize("rules", [Rules(), Rules(keep=("keep-me",)),
+                                   Rules(only=("d1*/sub/*.bin",))])
+def test_forked_listing_equals_one_process(cache: Path, rules: Rules) -> None:
+    alone = list_tree(str(cache), rules=rules, workers=1)
+    shared = list_tree(str(cache), rules=rules, workers=2)
+    assert len(alone.entries) > 150 and (alone.kept or not rules.keep and not rules.only)
+    assert snapshot(shared) == snapshot(alone)
+    assert shared.total() == alone.total()
+
+
+def test_a_folder_replaced_before_a_worker_enters_it_is_left_out(
+        cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = TreeWalk._open_listed
+
+    def replaced(self: TreeWalk, name: str, dir_fd: int, st: os.stat_result):  # type: ignore[no-untyped-def]
+        gone = name == "d07" or (name == "sub" and st.st_ino % 2 == 1)
+        return None if gone else real(self, name, dir_fd, st)
+
+    monkeypatch.setattr(TreeWalk, "_open_listed", replaced)  # forked workers inherit it
+    alone = list_tree(str(cache), workers=1)
+    shared = list_tree(str(cache), workers=2)
+    assert snapshot(shared) == snapshot(alone)
+    assert any(rel.endswith("/sub") for rel in alone.entries)  # some were entered...
+    assert len({rel.split("/")[0] for rel in alone.entries if rel.endswith("/sub")}) < 40
+
+
+def test_a_dying_worker_leaves_its_folders_to_the_parent(
+        cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = TreeWalk._worker
+    marker = tmp_path / "one-worker-died"
+
+    def flaky(*args, **kwargs):  # type: ignore[no-untyped-def]
+        try:  # in the forked children: the first one here dies without a result
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return real(*args, **kwargs)
+        os._exit(3)
+
+    monkeypatch.setattr(TreeWalk, "_worker", flaky)
+    shared = list_tree(str(cache), workers=2)
+    assert marker.exists()
+    assert snapshot(shared) == snapshot(list_tree(str(cache), workers=1))
+
+
+def test_a_small_tree_is_listed_in_this_process(cache: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_fork(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise AssertionError("forked for a small tree")
+
+    monkeypatch.setattr(TreeWalk, "_share", no_fork)
+    assert len(list_tree(str(cache)).entries) > 200  # workers=None: by size
