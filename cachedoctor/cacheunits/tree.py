@@ -16,6 +16,7 @@ except the folders' own (and a link's, where the kernel counts `readlink` as a u
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
@@ -256,6 +257,7 @@ class _Lister(TreeWalk):
         self._drop(self.dropped)
         if self.workers > 1 and self.ops.can_fork:  # the top was opened breadth first
             self._walk_order()
+        tree.errors.sort()  # by path: the same whichever way the tree was listed
 
     def _enter(self, parent: Frame | None, frame: Frame, listed: Any) -> None:
         frame.names = self._list(frame)
@@ -347,11 +349,13 @@ class _Lister(TreeWalk):
 
     def _state(self) -> Any:
         """A worker's part: its entries in the order it listed them (msgpack: pickling
-        structs one by one is 10 times slower), the folders it entered, what it kept, its
-        errors and the deferred folders it could not enter."""
+        structs one by one is 10 times slower; pickled when a name is not UTF-8), the folders
+        it entered, what it kept, its errors and the deferred folders it could not enter."""
         tree = self.tree
-        return (msgspec.msgpack.encode(list(tree.entries.values())), list(tree.children),
-                sorted(tree.kept), tree.errors, self.dropped)
+        entries: bytes | list[Entry] = list(tree.entries.values())
+        with contextlib.suppress(UnicodeEncodeError):  # a name not UTF-8 (surrogate escapes)
+            entries = msgspec.msgpack.encode(entries)  # ...is pickled instead
+        return entries, list(tree.children), sorted(tree.kept), tree.errors, self.dropped
 
     def _absorb(self, state: Any) -> None:
         encoded, folders, kept, errors, dropped = state
@@ -359,7 +363,9 @@ class _Lister(TreeWalk):
         entries, children = tree.entries, tree.children
         for folder in folders:
             children.setdefault(folder, [])
-        for entry in msgspec.msgpack.decode(encoded, type=list[Entry]):
+        listed = encoded if isinstance(encoded, list) else msgspec.msgpack.decode(
+            encoded, type=list[Entry])
+        for entry in listed:
             rel = entry.rel
             entries[rel] = entry
             children[rel.rsplit("/", 1)[0] if "/" in rel else ""].append(entry)
@@ -379,8 +385,8 @@ class _Lister(TreeWalk):
 
     def _walk_order(self) -> None:
         """The entries in the order one process lists them (each folder, then its names in
-        listing order, depth first), and the errors sorted: the parent opens the top breadth
-        first and workers finish in any order."""
+        listing order, depth first): the parent opens the top breadth first and workers
+        finish in any order."""
         tree = self.tree
         ordered: dict[str, Entry] = {"": tree.entries[""]}
         children = tree.children
@@ -391,4 +397,3 @@ class _Lister(TreeWalk):
             if entry.is_dir:
                 stack.extend(reversed(children.get(entry.rel, ())))
         tree.entries = ordered
-        tree.errors.sort()

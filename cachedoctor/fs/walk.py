@@ -371,9 +371,12 @@ class TreeWalk:
         queue = deque(first)
         opened: list[tuple[Frame, Frame]] = []  # (parent, child) opened here, in order
         wanted = TASKS_PER_WORKER * self.workers
+        # the folders opened here stay open until the end: at most half the descriptors free
+        # (the soft limit raised first), the other half for the walks below them
+        most = min(MAX_EXPAND_FOLDERS, fd_room(1, grow=True) // 2)
         try:
             while (queue and not self._enough(len(queue), wanted)
-                   and len(opened) < MAX_EXPAND_FOLDERS
+                   and len(opened) < most
                    and queue[0].parent.depth < MAX_EXPAND_DEPTH):
                 task = queue.popleft()
                 child = self._open(task.parent, task.name, task.rel, task.st, task.data)
@@ -385,6 +388,7 @@ class TreeWalk:
                 self._scan(child, [child], below)
                 queue.extend(below)
             tasks = list(queue)
+            self.fd_limit = -1  # the top holds descriptors now: the depth budget is counted again
             if self._worth_forking(len(tasks)):
                 self._share(tasks)
             else:
