@@ -123,18 +123,23 @@ def test_completing_imports_nothing_that_draws_nor_the_model_nor_other_commands(
             "atexit.register(lambda: sys.stderr.write('\\n' + ' '.join(sorted(sys.modules))))\n"
             "sys.argv = ['cachedoctor']\nfrom cachedoctor.cli import main\nmain()\n")
 
-    def imported() -> set[str]:
+    def imported(line: str, answer: list[str]) -> set[str]:
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                              timeout=120, env={**os.environ, "_CACHEDOCTOR_COMPLETE": "complete_bash",
-                                               "COMP_WORDS": "cachedoctor move hugg", "COMP_CWORD": "2"})
-        assert out.stdout.split() == ["huggingface"], out.stderr
+                                               "COMP_WORDS": line, "COMP_CWORD": "2"})
+        assert out.stdout.split() == answer, out.stderr
         return set(out.stderr.splitlines()[-1].split())
 
-    cold, warm = imported(), imported()  # the first run writes the profile index
-    for modules in (cold, warm):
+    tool = ("cachedoctor move hugg", ["huggingface"])
+    cold, warm = imported(*tool), imported(*tool)  # the first run writes the index and the spec
+    option = imported("cachedoctor move --verif", ["--verify"])  # typer's part: option names
+    for modules in (cold, warm, option):
         assert not any(name == "rich" or name.startswith("rich.") for name in modules)
     assert "msgspec" in cold and "msgspec" not in warm and "yaml" not in warm
-    assert {"cachedoctor.cli.move", "cachedoctor.cli.scan"} & warm == {"cachedoctor.cli.move"}
+    assert "typer" not in warm and not any(m.startswith("cachedoctor.cli.") and m not in (
+        "cachedoctor.cli.completion", "cachedoctor.cli.quickcomplete") for m in warm)
+    assert "msgspec" not in option  # and typer builds only the command the line names
+    assert {"cachedoctor.cli.move", "cachedoctor.cli.scan"} & option == {"cachedoctor.cli.move"}
 
 
 def test_completion_names_come_from_the_index_and_follow_every_change(tmp_path: Path) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 
@@ -30,6 +31,9 @@ def main() -> None:
             signal.signal(getattr(signal, name), _terminate)
     try:
         _never_crash_on_encoding()
+        quick = _quick_completion()
+        if quick is not None:
+            sys.exit(quick)
         from cachedoctor.cli.app import run
 
         code = run()
@@ -37,6 +41,25 @@ def main() -> None:
         sys.stderr.write("\ninterrupted\n")
         code = 128 + exc.signum if isinstance(exc, Terminated) else 130
     sys.exit(code)
+
+
+def _quick_completion() -> int | None:
+    """A Tab that completes a tool or a location id, answered without typer when the line is
+    one `cli.quickcomplete` reads for sure: the exit code, or None for typer to answer."""
+    if not os.environ.get("_CACHEDOCTOR_COMPLETE", "").startswith("complete_"):
+        return None
+    try:
+        from cachedoctor.cli.quickcomplete import answer
+
+        answered = answer()
+    except Exception:  # whatever went wrong, typer answers as it always has
+        return None
+    if answered is None:
+        return None
+    text, code = answered
+    if text is not None:
+        sys.stdout.write(text + "\n")
+    return code
 
 
 def _never_crash_on_encoding() -> None:

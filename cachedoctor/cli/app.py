@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import sys
 from collections.abc import Sequence
@@ -143,7 +144,17 @@ def run(argv: list[str] | None = None) -> int:
     from cachedoctor.cli import completion, output
 
     args = list(sys.argv[1:] if argv is None else argv)
-    command = build_command(completion.words_before_cursor() if completion.requested() else args)
+    if completion.requested():
+        from cachedoctor.cli import quickcomplete
+
+        if quickcomplete.spec_is_current():
+            command = build_command(completion.words_before_cursor())
+        else:  # once per code version: the whole CLI, and the spec the next Tabs read
+            command = build_command(None)
+            with contextlib.suppress(OSError):
+                quickcomplete.write_spec(command)
+    else:
+        command = build_command(args)
     name, json_out = command_path(command, args)
     output.begin(name, json_out=json_out)
     code = _run(command, args)

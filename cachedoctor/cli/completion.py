@@ -3,7 +3,9 @@
 The shells run `cachedoctor` with `_CACHEDOCTOR_COMPLETE` set (typer's protocol, for bash,
 zsh, fish and PowerShell) at every Tab: this path reads the names part of the profile index (no
 profile model, no YAML on a warm start) and nothing that draws (no rich), says nothing on stderr, and
-builds only the command the line names (`cli.app.build_command`).
+builds only the command the line names (`cli.app.build_command`). A tool or location id is
+usually answered before typer is even imported (`cli.quickcomplete`), with the candidates
+of `tool_candidates` and `location_candidates` here.
 """
 
 from __future__ import annotations
@@ -71,10 +73,13 @@ def _tools(ctx: Context) -> dict[str, ToolNames]:
 
 
 def complete_tools(ctx: Context, param: Param, incomplete: str) -> list[str]:
-    """Profile ids (and aliases, when one is being typed) not already on the line."""
-    tools = _tools(ctx)
     given = ctx.params.get(param.name or "") or []
-    given = [given] if isinstance(given, str) else list(given)
+    return tool_candidates(_tools(ctx), [given] if isinstance(given, str) else list(given),
+                           incomplete)
+
+
+def tool_candidates(tools: dict[str, ToolNames], given: list[str], incomplete: str) -> list[str]:
+    """Profile ids (and aliases, when one is being typed) not already on the line."""
     typed = incomplete.lower()
     ids = [i for i in sorted(tools) if i.lower().startswith(typed)]
     if not ids and typed:
@@ -84,15 +89,21 @@ def complete_tools(ctx: Context, param: Param, incomplete: str) -> list[str]:
 
 
 def complete_locations(ctx: Context, param: Param, incomplete: str) -> list[str]:
-    """The location ids of the tool named on the line."""
     tool = ctx.params.get("tool")
     if not isinstance(tool, str):  # an option left without its value stops the parse: TOOL,
         tool = next((a for a in ctx.args if not a.startswith("-")), None)  # the first word, is
     if tool is None:  # then among the words not yet given to a parameter
         return []
+    return location_candidates(_tools(ctx), tool, incomplete)
+
+
+def location_candidates(tools: dict[str, ToolNames], tool: str | None,
+                        incomplete: str) -> list[str]:
+    """The location ids of the tool named on the line (by id or alias)."""
+    if tool is None:
+        return []
     from cachedoctor.profiles.loader import name_table
 
-    tools = _tools(ctx)
     tool_id = tool if tool in tools else name_table(
         (names.id, names.aliases) for names in tools.values()).get(tool.lower())
     if tool_id is None:
