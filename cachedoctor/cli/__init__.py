@@ -24,6 +24,9 @@ def main() -> None:
 
         sys.stdout.write(f"cachedoctor {__version__}\n")
         return
+    quick = _quick_completion()  # read-only and quick: the default signal handling will do
+    if quick is not None:
+        sys.exit(quick)
     import signal
 
     for name in ("SIGTERM", "SIGHUP"):
@@ -31,9 +34,6 @@ def main() -> None:
             signal.signal(getattr(signal, name), _terminate)
     try:
         _never_crash_on_encoding()
-        quick = _quick_completion()
-        if quick is not None:
-            sys.exit(quick)
         from cachedoctor.cli.app import run
 
         code = run()
@@ -52,13 +52,19 @@ def _quick_completion() -> int | None:
         from cachedoctor.cli.quickcomplete import answer
 
         answered = answer()
+    except KeyboardInterrupt:
+        return 130
     except Exception:  # whatever went wrong, typer answers as it always has
         return None
     if answered is None:
         return None
     text, code = answered
     if text is not None:
-        sys.stdout.write(text + "\n")
+        try:
+            sys.stdout.write(text + "\n")
+            sys.stdout.flush()
+        except OSError:  # the shell stopped listening
+            pass
     return code
 
 

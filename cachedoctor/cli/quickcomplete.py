@@ -42,17 +42,12 @@ def spec_path() -> Path:
     return state_dir() / "completion-spec.marshal"
 
 
-def _stamp() -> tuple[Any, ...]:
+def _stamp(typer_file: str) -> tuple[Any, ...]:
     """The code the spec was derived from: every module of the package (as for the profile
-    index) and typer's own files, whose parser the spec mirrors."""
-    import importlib.util
-
+    index) and typer's package file (an upgrade replaces it), whose parser the spec mirrors."""
     from cachedoctor.profiles.index import _code_stamp, file_key
 
-    found = importlib.util.find_spec("typer")
-    origin = found.origin if found is not None else None
-    typer_key = file_key(os.stat(origin)) if origin else None
-    return (_FORMAT, _code_stamp(), typer_key)
+    return (_FORMAT, _code_stamp(), typer_file, file_key(os.stat(typer_file)))
 
 
 def write_spec(command: Any) -> None:
@@ -93,15 +88,21 @@ def write_spec(command: Any) -> None:
             walk(sub, f"{path} {name}".strip())
 
     walk(command, "")
-    atomic_write_bytes(spec_path(), marshal.dumps((_stamp(), spec)), mode=0o600)
+    import typer
+
+    stamp = _stamp(typer.__file__ or "")
+    atomic_write_bytes(spec_path(), marshal.dumps((stamp, spec)), mode=0o600)
 
 
 def _read_spec() -> Spec | None:
+    """The spec, when the code that wrote it is the code running (typer is not imported to
+    tell: the stamp names its file)."""
     try:
         stamp, spec = marshal.loads(spec_path().read_bytes())
-    except (OSError, EOFError, ValueError, TypeError):
+        current = _stamp(stamp[2])
+    except (OSError, EOFError, ValueError, TypeError, IndexError):
         return None
-    return spec if stamp == _stamp() else None
+    return spec if stamp == current else None
 
 
 def spec_is_current() -> bool:
