@@ -120,6 +120,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--ls-only", action="store_true",
+                        help="time the listings only (no clean rounds, no hub copy per run)")
+    parser.add_argument("--against", metavar="PYTHON",
+                        help="also time `ls` with the cachedoctor installed for this Python (a "
+                             "venv of the code before a change), interleaved, with its own "
+                             "state folder")
     args = parser.parse_args()
     hf = shutil.which("hf") or str(Path(sys.executable).with_name("hf"))
     base = Path(tempfile.mkdtemp(prefix="bench-units-", dir=args.dir))
@@ -132,6 +138,7 @@ def main() -> int:
         total = int(subprocess.check_output(["du", "-sB1", str(template)]).split()[0])
         named = by_age[::max(1, len(by_age) // 100)][:100]
         cd = cachedoctor_argv()
+        other = cachedoctor_argv(args.against) if args.against else None
         samples: dict[str, list[float]] = {}
         facts: dict[str, object] = {"repos": args.repos, "hub_bytes": total,
                                     "build_seconds": round(built, 2)}
@@ -140,17 +147,33 @@ def main() -> int:
             samples.setdefault(name, []).append(seconds)
 
         home = base / "home"
+        listing = ["ls", "huggingface", "--location", "hub", "--json"]
+        hub = fresh(template, home)
         for rnd in range(args.rounds + 1):  # round 0 warms up, untimed
-            hub = fresh(template, home)
+            if rnd and not args.ls_only:  # a listing changes nothing: one copy serves it
+                hub = fresh(template, home)
             env = env_for(home)
-            t_ls, out = timed([*cd, "ls", "huggingface", "--location", "hub", "--json"], env)
+            t_ls, out = timed([*cd, *listing], env)
             units = result_of(out)["locations"][0]["units"]
+            if other is not None:
+                t_other, theirs = timed([*other, *listing],
+                                        {**env, "XDG_STATE_HOME": str(home / ".state-against")})
+                if result_of(theirs) != result_of(out):
+                    raise SystemExit("ls of the other install gave another result")
+                if rnd:
+                    add("ls: cachedoctor ls --json [against]", t_other)
             t_hf, out = timed([hf, "cache", "ls", "--revisions", "--json", "--cache-dir",
                                str(hub)], env)
             t_du, _ = timed(["du", "-s", str(hub)], env)
             if len(units) != check(hub):
                 raise SystemExit("ls and scan_cache_dir disagree")
             facts["ls_revisions"] = sum(len(u["revisions"]) for u in units)
+            if args.ls_only:
+                if rnd:
+                    add("ls: cachedoctor ls --json", t_ls)
+                    add("ls: hf cache ls --revisions --json", t_hf)
+                    add("ls: du -s", t_du)
+                continue
             order = [("named", "cachedoctor"), ("named", "hf"), ("half", "cachedoctor"),
                      ("half", "hf"), ("half", "rm")]
             if rnd % 2:
