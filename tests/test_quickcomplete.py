@@ -58,7 +58,7 @@ def typer_answer(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[
 def spec() -> quickcomplete.Spec:
     from cachedoctor.cli.app import build_command
 
-    quickcomplete.write_spec(build_command(None))
+    quickcomplete.write_spec(build_command(None), quickcomplete.stamp_now())
     found = quickcomplete._read_spec()
     assert found is not None
     return found
@@ -89,6 +89,7 @@ def lines(spec: quickcomplete.Spec) -> Iterator[tuple[list[str], str]]:
                 for typed in ("", "m", "U"):
                     yield [*words, tool, "--location"], typed
                     yield [*words, *after[-1], tool, "--location"], typed
+                yield [*words, "-", tool, "--location"], ""  # "-" is a word, not an option
             yield [*words, "--location"], ""
 
 
@@ -129,12 +130,16 @@ def test_what_it_cannot_read_for_sure_is_left_to_typer(
 def test_no_spec_or_an_old_one_is_left_to_typer(spec: quickcomplete.Spec) -> None:
     env = {**os.environ, **request("bash", ["scan"], "ol")}
     assert quickcomplete.answer(env) == ("ollama", 0)
+    assert quickcomplete.answer({**env, "COMP_CWORD": "-1"}) is None
     path = quickcomplete.spec_path()
     import marshal
 
     stamp, found = marshal.loads(path.read_bytes())
     path.write_bytes(marshal.dumps(((*stamp[:-1], "another typer"), found)))
     assert quickcomplete.answer(env) is None
+    for foreign in ({"format": 9}, (1, 2, 3, 4, 10**100), "text"):  # another install's format
+        path.write_bytes(marshal.dumps((foreign, found)))
+        assert quickcomplete.answer(env) is None and not quickcomplete.spec_is_current()
     path.write_bytes(b"\x00garbage")
     assert quickcomplete.answer(env) is None
     path.unlink()
@@ -159,3 +164,12 @@ def test_the_first_tab_writes_the_spec_and_the_next_imports_no_typer() -> None:
     assert quickcomplete.spec_path().exists()
     warm = tab()
     assert "typer" not in warm and "msgspec" not in warm and "yaml" not in warm
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="closes a descriptor before exec (POSIX)")
+def test_a_tab_with_stdout_closed_says_nothing_and_succeeds(spec: quickcomplete.Spec) -> None:
+    out = subprocess.run([sys.executable, "-m", "cachedoctor"], capture_output=False,
+                         stderr=subprocess.PIPE, text=True, timeout=120,
+                         env={**os.environ, **request("bash", ["scan"], "ol")},
+                         preexec_fn=lambda: os.close(1))
+    assert out.returncode == 0 and out.stderr == ""

@@ -59,7 +59,7 @@ def _quick_completion() -> int | None:
     if answered is None:
         return None
     text, code = answered
-    if text is not None:
+    if text is not None and sys.stdout is not None:  # None: started with stdout closed
         try:
             sys.stdout.write(text + "\n")
             sys.stdout.flush()

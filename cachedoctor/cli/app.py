@@ -147,12 +147,13 @@ def run(argv: list[str] | None = None) -> int:
     if completion.requested():
         from cachedoctor.cli import quickcomplete
 
-        if quickcomplete.spec_is_current():
+        if quickcomplete.spec_is_current() or not quickcomplete.can_write_spec():
             command = build_command(completion.words_before_cursor())
         else:  # once per code version: the whole CLI, and the spec the next Tabs read
+            stamp = quickcomplete.stamp_now()
             command = build_command(None)
             with contextlib.suppress(OSError):
-                quickcomplete.write_spec(command)
+                quickcomplete.write_spec(command, stamp)
     else:
         command = build_command(args)
     name, json_out = command_path(command, args)

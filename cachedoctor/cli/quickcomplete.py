@@ -44,16 +44,38 @@ def spec_path() -> Path:
 
 def _stamp(typer_file: str) -> tuple[Any, ...]:
     """The code the spec was derived from: every module of the package (as for the profile
-    index) and typer's package file (an upgrade replaces it), whose parser the spec mirrors."""
+    index), the interpreter and its import path, and typer's package file (an upgrade
+    replaces it), whose parser the spec mirrors."""
+    import sys
+
     from cachedoctor.profiles.index import _code_stamp, file_key
 
-    return (_FORMAT, _code_stamp(), typer_file, file_key(os.stat(typer_file)))
+    return (_FORMAT, _code_stamp(), sys.prefix, tuple(sys.path), typer_file,
+            file_key(os.stat(typer_file)))
 
 
-def write_spec(command: Any) -> None:
+def stamp_now() -> tuple[Any, ...]:
+    """The stamp of the code running (typer imported): taken before the CLI is built, so a
+    change that lands meanwhile makes the spec stale, never a stale spec current."""
+    import typer
+
+    return _stamp(typer.__file__ or "")
+
+
+def can_write_spec() -> bool:
+    """Whether the state folder takes the spec (else every Tab would build the whole CLI for
+    a spec it cannot keep)."""
+    folder = spec_path().parent
+    while not folder.exists() and folder.parent != folder:
+        folder = folder.parent
+    return os.access(folder, os.W_OK)
+
+
+def write_spec(command: Any, stamp: tuple[Any, ...]) -> None:
     """Derive the spec from the assembled click command tree (`cli.app.build_command(None)`)
-    and keep it in the state folder; a command with a parameter the reader does not handle
-    (nargs > 1, a chained group) is left out, so typer answers for it."""
+    and keep it in the state folder with `stamp` (`stamp_now`); a command with a parameter
+    the reader does not handle (nargs > 1, a chained group) is left out, so typer answers
+    for it."""
     from cachedoctor.fsutil import atomic_write_bytes
 
     spec: Spec = {}
@@ -88,9 +110,6 @@ def write_spec(command: Any) -> None:
             walk(sub, f"{path} {name}".strip())
 
     walk(command, "")
-    import typer
-
-    stamp = _stamp(typer.__file__ or "")
     atomic_write_bytes(spec_path(), marshal.dumps((stamp, spec)), mode=0o600)
 
 
@@ -99,10 +118,10 @@ def _read_spec() -> Spec | None:
     tell: the stamp names its file)."""
     try:
         stamp, spec = marshal.loads(spec_path().read_bytes())
-        current = _stamp(stamp[2])
-    except (OSError, EOFError, ValueError, TypeError, IndexError):
+        current = _stamp(stamp[4])
+    except Exception:  # missing, damaged, foreign, another format: not current, never a crash
         return None
-    return spec if stamp == current else None
+    return spec if stamp == current and isinstance(spec, dict) else None
 
 
 def spec_is_current() -> bool:
@@ -129,6 +148,8 @@ def _request(shell: str, env: dict[str, str]) -> tuple[list[str], str] | None:
     if shell == "bash":
         words = _split(env["COMP_WORDS"])
         cword = int(env["COMP_CWORD"])
+        if cword < 0:
+            return None  # typer's reading of a negative index is its own
         return words[1:cword], (words[cword] if cword < len(words) else "")
     if shell in ("zsh", "fish"):
         line = env.get("_TYPER_COMPLETE_ARGS", "")
@@ -192,19 +213,25 @@ def _complete(spec: Spec, args: list[str], incomplete: str) -> list[str] | None:
     read = _read_line(spec, args)
     if read is None:
         return None
-    path, given, positional = read
+    path, given, positional, cut = read
     options, arguments, subcommands, completers = spec[path]
     # click: the option whose name is the last word waits for a value...
     waiting = options.get(args[-1]) if args and args[-1].startswith("-") else None
     if waiting is not None and waiting[1] and waiting[2]:
         if completers.get(waiting[0]) != "locations":
             return None
-        tool = next((v for name, v in positional if name == "tool"), None)
+        if cut:  # its value missing stopped click's parse before the arguments got theirs:
+            # `complete_locations` takes TOOL as the first word not starting with "-"
+            tool = next((v for _, v in positional if not v.startswith("-")), None)
+        else:  # it was another option's value
+            tool = next((v for name, v in positional if name == "tool"), None)
         return location_candidates(_names(given), tool, incomplete)
     if subcommands is not None:
         return None  # a subcommand's name: typer lists them with their help
-    # ...else the first argument that still takes a value
     filled = [name for name, _ in positional]
+    if "" in filled:
+        return None  # words past the arguments
+    # ...else the first argument that still takes a value
     for name, nargs in arguments:
         if nargs == -1 or name not in filled:
             if completers.get(name) != "tools" or name not in TOOL_PARAMS:
@@ -221,13 +248,16 @@ def _names(given: dict[str, list[str]]) -> Any:
 
 
 def _read_line(spec: Spec, args: list[str]
-               ) -> tuple[str, dict[str, list[str]], list[tuple[str, str]]] | None:
-    """The command the words name, the root's option values (`--profiles-dir`), and the words
-    given to that command's arguments, in click's order: a group's options until its first
-    word, which names the subcommand; a command's options anywhere among its arguments."""
+               ) -> tuple[str, dict[str, list[str]], list[tuple[str, str]], bool] | None:
+    """The command the words name, the root's option values (`--profiles-dir`), the words
+    given to that command's arguments, in click's order (a group's options until its first
+    word, which names the subcommand; a command's options anywhere among its arguments), and
+    whether the last word is an option still waiting for its value (click's parse stops
+    there)."""
     path = ""
     given: dict[str, list[str]] = {}
     positional: list[tuple[str, str]] = []
+    cut = False
     words = iter(args)
     for word in words:
         options, arguments, subcommands, _completers = spec[path]
@@ -241,7 +271,8 @@ def _read_line(spec: Spec, args: list[str]
             if takes_value:
                 value = inline if equals else next(words, None)
                 if value is None:
-                    break  # waiting for its value: the option completes it
+                    cut = True  # waiting for its value: the option completes it
+                    break
                 if path == "":
                     given.setdefault(name, []).append(value)
             continue
@@ -252,10 +283,8 @@ def _read_line(spec: Spec, args: list[str]
             continue
         slots = [n for n, nargs in arguments
                  if nargs == -1 or n not in {p for p, _ in positional}]
-        if not slots:
-            return None  # more words than arguments
-        positional.append((slots[0], word))
+        positional.append((slots[0] if slots else "", word))  # "": past the arguments
     if path not in spec:
         return None
-    return path, given, positional
+    return path, given, positional, cut
 
