@@ -8,8 +8,9 @@ profile index — follows the steps of click's `_resolve_context` and `_resolve_
 the simple parameters cachedoctor has, and prints the shell's answer as typer's completion
 classes format it. Anything it cannot read for sure — an option name, an unknown or combined
 option, `--`, `=`, a subcommand name, another parameter's value, a word past the arguments, a
-line it cannot split — returns None, and typer answers as always. tests/test_quickcomplete.py
-holds every answer to typer's on every command that takes a tool or a location, in every shell.
+shell typer does not know, a spec that is missing or not this code's — returns None, and typer
+answers as always. tests/test_quickcomplete.py holds every answer to typer's on every command
+that takes a tool or a location, in every shell.
 """
 
 from __future__ import annotations
