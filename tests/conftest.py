@@ -277,3 +277,20 @@ def profile_json(profile: object) -> str:
         return value
 
     return json.dumps(plain(msgspec.to_builtins(profile)), separators=(",", ":"))
+
+
+def kill_the_first_worker(monkeypatch: pytest.MonkeyPatch, marker: Path) -> None:
+    """The first forked worker of a walk (`fs.walk.TreeWalk._worker`) dies without a result,
+    leaving `marker`; the others work: the parent must walk the dead one's share itself."""
+    from cachedoctor.fs.walk import TreeWalk
+
+    real = TreeWalk._worker
+
+    def flaky(*args: Any, **kwargs: Any) -> int:
+        try:  # runs in the forked children: the first to get here dies
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return real(*args, **kwargs)
+        os._exit(3)
+
+    monkeypatch.setattr(TreeWalk, "_worker", flaky)

@@ -13,7 +13,7 @@ from cachedoctor.cacheunits import list_tree
 from cachedoctor.cacheunits.tree import Tree
 from cachedoctor.fs.walk import TreeWalk
 from cachedoctor.safedelete import Rules
-from tests.conftest import needs_linux
+from tests.conftest import kill_the_first_worker, needs_linux
 
 pytestmark = needs_linux
 
@@ -72,17 +72,8 @@ def test_a_folder_replaced_before_a_worker_enters_it_is_left_out(
 
 def test_a_dying_worker_leaves_its_folders_to_the_parent(
         cache: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = TreeWalk._worker
     marker = tmp_path / "one-worker-died"
-
-    def flaky(*args, **kwargs):  # type: ignore[no-untyped-def]
-        try:  # in the forked children: the first one here dies without a result
-            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-        except FileExistsError:
-            return real(*args, **kwargs)
-        os._exit(3)
-
-    monkeypatch.setattr(TreeWalk, "_worker", flaky)
+    kill_the_first_worker(monkeypatch, marker)
     shared = list_tree(str(cache), workers=2)
     assert marker.exists()
     assert snapshot(shared) == snapshot(list_tree(str(cache), workers=1))

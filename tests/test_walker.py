@@ -25,7 +25,7 @@ from cachedoctor.fs import kinds
 from cachedoctor.fs import walk as engine
 from cachedoctor.fs.walk import TreeWalk
 from cachedoctor.walker import WalkResult, measure
-from tests.conftest import IS_LINUX, IS_ROOT, needs_du, result_of, run_cli
+from tests.conftest import IS_LINUX, IS_ROOT, kill_the_first_worker, needs_du, result_of, run_cli
 
 # Walk every tree single-process and with forced parallelism (2 workers even on tiny trees).
 MODES = [1, 2]
@@ -446,17 +446,8 @@ def test_files_vanishing_while_a_folder_is_read(tmp_path: Path) -> None:
 @needs_du
 def test_a_failing_worker_makes_the_parent_walk_its_share(
         wide_tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = TreeWalk._worker
     marker = tmp_path / "one-worker-died"
-
-    def flaky(*args, **kwargs):  # type: ignore[no-untyped-def]
-        try:  # runs in the forked children: the first to get here dies without a result
-            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-        except FileExistsError:
-            return real(*args, **kwargs)
-        os._exit(3)
-
-    monkeypatch.setattr(TreeWalk, "_worker", flaky)
+    kill_the_first_worker(monkeypatch, marker)
     result = measure(str(wide_tree), workers=2)
     assert marker.exists()
     assert totals(result) == du(wide_tree)

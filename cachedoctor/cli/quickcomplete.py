@@ -49,9 +49,9 @@ def _stamp(typer_file: str) -> tuple[Any, ...]:
     replaces it), whose parser the spec mirrors."""
     import sys
 
-    from cachedoctor.profiles.index import _code_stamp, file_key
+    from cachedoctor.profiles.index import code_stamp, file_key
 
-    return (_FORMAT, _code_stamp(), sys.prefix, tuple(sys.path), typer_file,
+    return (_FORMAT, code_stamp(), sys.prefix, tuple(sys.path), typer_file,
             file_key(os.stat(typer_file)))
 
 

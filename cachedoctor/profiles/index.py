@@ -15,6 +15,7 @@ neither imports msgspec nor the profile model.
 
 from __future__ import annotations
 
+import functools
 import os
 import pickle
 import sys
@@ -50,11 +51,14 @@ def _stamp() -> tuple[Any, ...]:
     """What every outcome in the index was computed with (its classes are msgspec structs)."""
     import msgspec
 
-    return (*_code_stamp(), msgspec.__version__)
+    return (*code_stamp(), msgspec.__version__)
 
 
-def _code_stamp() -> tuple[Any, ...]:
-    """What the names in the index were computed with."""
+@functools.cache
+def code_stamp() -> tuple[Any, ...]:
+    """The code running: cachedoctor's version, the Python and every module of the package
+    (what the names in the index, and the completion spec, were computed with). Taken once
+    per process: the modules imported do not change while it runs."""
     from cachedoctor import __version__
 
     # Every module of the package: validation reaches into many (the method, format, unit and
@@ -131,7 +135,7 @@ def _names(outcome: Outcome) -> ToolNames | None:
 def read_names() -> dict[str, tuple[_FileKey, ToolNames | None]]:
     """The names part of the index: {file: (its key, its profile's names, or None when it is
     not valid)}; empty when there is no usable index."""
-    return _read(index_path(), _code_stamp(), part=0)
+    return _read(index_path(), code_stamp(), part=0)
 
 
 def _read(path: Path, stamp: tuple[Any, ...], part: int = 1) -> dict[str, Any]:
