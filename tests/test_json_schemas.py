@@ -101,11 +101,12 @@ def test_error_kinds_are_every_kind_the_cli_reports() -> None:
     import inspect
 
     from cachedoctor import errors
-    from cachedoctor.cli import app
+    from cachedoctor.cli import app, guard
 
     kinds = {cls.kind for cls in vars(errors).values()
              if isinstance(cls, type) and issubclass(cls, errors.CachedoctorError)}
-    calls = [node for node in ast.walk(ast.parse(inspect.getsource(app)))
+    calls = [node for module in (app, guard)
+             for node in ast.walk(ast.parse(inspect.getsource(module)))
              if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_error"]
     kinds |= {c.args[1].value for c in calls if isinstance(c.args[1], ast.Constant)}
     envelope = schemas.load("envelope")

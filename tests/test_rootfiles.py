@@ -37,7 +37,7 @@ def unwritable_policy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A system root whose /etc this user may not write (as for a user without root: the tests
     may run as root, who may write anything, so the permission probe says no for it)."""
     from cachedoctor import rootfiles
-    from cachedoctor.cli.base import OPTIONS
+    from cachedoctor.cli.common import OPTIONS
 
     monkeypatch.setattr(OPTIONS, "_profiles", None)  # the CLI runs in this process: load anew
     root = tmp_path / "system"

@@ -173,7 +173,7 @@ def test_a_pipe_gets_exactly_what_rich_prints_there(monkeypatch: pytest.MonkeyPa
     table); rich, printing the same table through stdout_console's pipe stream, is the oracle."""
     import random
 
-    from cachedoctor.cli.base import TrimmedLines, _console
+    from cachedoctor.cli.common import TrimmedLines, _console
 
     monkeypatch.delenv("COLUMNS", raising=False)
     for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):

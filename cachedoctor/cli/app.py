@@ -10,8 +10,8 @@ from typing import Annotated, Any
 
 import typer
 
-from cachedoctor.cli.base import OPTIONS, Interrupted, app, warn
-from cachedoctor.errors import EXIT_BAD_INPUT, EXIT_FAILED, EXIT_INTERRUPTED, CachedoctorError
+from cachedoctor.cli.base import app
+from cachedoctor.errors import EXIT_BAD_INPUT
 
 START_HINT = """cachedoctor finds, measures, moves and cleans the caches that fill your drive.
 
@@ -44,31 +44,9 @@ def _global_options(
     if ctx.invoked_subcommand is None:
         typer.echo(START_HINT)
         raise typer.Exit(0)
-    from cachedoctor import invoker
+    from cachedoctor.cli.common import start_command
 
-    note = invoker.check_this_run()  # root in another user's home: refused here, exit 2
-    if note is not None:
-        warn(note)
-    OPTIONS.profiles_dirs = list(profiles_dir or [])
-    if ctx.invoked_subcommand not in ("move", "restore", "doctor"):  # those handle it themselves
-        _warn_about_unfinished_operations()
-
-
-def _warn_about_unfinished_operations() -> None:
-    """An interrupted move must not go unnoticed: every command says how to finish it."""
-    from cachedoctor.state import journal_dir
-
-    if not journal_dir().is_dir():  # the common case, decided without importing the journal
-        return
-    from cachedoctor.relocate.journal import damaged, pending_operations
-
-    for op in pending_operations():
-        warn(f"{op.summary}; {op.what_to_do()}")
-    for file, problem in damaged():
-        op_id = file.rsplit("/", 1)[-1].removesuffix(".json")
-        warn(f"the journal file {file} is damaged ({problem}): an interrupted move or restore "
-             f"cannot be finished from it; its data is in the folders named *.cachedoctor-old-{op_id} "
-             f"or *.cachedoctor-partial-{op_id} (`cachedoctor doctor` finds them)")
+    start_command(ctx.invoked_subcommand, list(profiles_dir or []))
 
 
 # The module that registers each command or command group on `app` when imported, in the
@@ -165,88 +143,23 @@ def run(argv: list[str] | None = None) -> int:
 
 def _run(command: Any, argv: list[str]) -> int:
     from cachedoctor.cli import output
+    from cachedoctor.cli.guard import guarded
 
-    try:
-        result = command.main(args=argv, prog_name="cachedoctor", standalone_mode=False)
+    def call() -> int:
+        try:
+            result = command.main(args=argv, prog_name="cachedoctor", standalone_mode=False)
+        except typer.Exit as exc:
+            return exc.exit_code
+        except typer.TyperException as exc:  # usage errors: typer prints them with the usage line
+            show = getattr(exc, "show", None)
+            if callable(show):
+                show()
+            else:
+                sys.stderr.write(f"error: {exc.format_message()}\n")
+            output.add_error(exc.exit_code or EXIT_BAD_INPUT, "usage", exc.format_message())
+            return exc.exit_code or EXIT_BAD_INPUT
+        except typer.Abort:
+            raise KeyboardInterrupt from None
         return result if isinstance(result, int) else 0
-    except typer.Exit as exc:
-        return exc.exit_code
-    except Interrupted as exc:
-        return _interrupted(exc.cause)
-    except typer.TyperException as exc:  # usage errors: typer prints them with the usage line
-        show = getattr(exc, "show", None)
-        if callable(show):
-            show()
-        else:
-            sys.stderr.write(f"error: {exc.format_message()}\n")
-        output.add_error(exc.exit_code or EXIT_BAD_INPUT, "usage", exc.format_message())
-        return exc.exit_code or EXIT_BAD_INPUT
-    except KeyboardInterrupt as exc:
-        return _interrupted(exc)
-    except typer.Abort:
-        return _interrupted(KeyboardInterrupt())
-    except CachedoctorError as exc:
-        sys.stderr.write(f"error: {exc}\n")
-        output.add_error(exc.exit_code, exc.kind, exc.message, exc.hint)
-        return exc.exit_code
-    except BrokenPipeError:
-        return 0
-    except OSError as exc:  # a drive turned read-only, full, or failing: say which file, no traceback
-        where = f"{exc.filename}: " if exc.filename else ""
-        sys.stderr.write(f"error: {where}{exc.strerror or exc}\n")
-        output.add_error(EXIT_FAILED, "os", f"{where}{exc.strerror or exc}")
-        _tell_what_is_unfinished()
-        return EXIT_FAILED
-    except (RecursionError, MemoryError) as exc:
-        message = f"the input is too deeply nested or too large ({type(exc).__name__})"
-        sys.stderr.write(f"error: {message}\n")
-        output.add_error(EXIT_BAD_INPUT, "bad_input", message)
-        return EXIT_BAD_INPUT
-    except Exception as exc:
-        log = _crash_log(exc)
-        sys.stderr.write(f"error: unexpected {type(exc).__name__}: {exc}\n"
-                         f"  the details are in {log}; please report it\n")
-        output.add_error(EXIT_FAILED, "crash", f"unexpected {type(exc).__name__}: {exc}",
-                         f"the details are in {log}")
-        _tell_what_is_unfinished()
-        return EXIT_FAILED
 
-
-def _interrupted(exc: KeyboardInterrupt) -> int:
-    """Ctrl-C, SIGTERM or SIGHUP: say so, and where any interrupted operation stands (a move in
-    its copy phase has already rolled back; a later phase is left to finish or roll back)."""
-    from cachedoctor.cli import Terminated, output
-
-    sys.stderr.write("\ninterrupted\n")
-    _tell_what_is_unfinished()
-    code = 128 + exc.signum if isinstance(exc, Terminated) else EXIT_INTERRUPTED
-    output.add_error(code, "interrupted", "interrupted")
-    return code
-
-
-def _tell_what_is_unfinished() -> None:
-    """After an interruption or a failure, say where each interrupted operation stands."""
-    try:
-        from cachedoctor.relocate.journal import pending_operations
-
-        for op in pending_operations():
-            sys.stderr.write(f"{op.summary}; nothing is lost: {op.what_to_do()}\n")
-    except Exception:
-        return
-
-
-def _crash_log(exc: BaseException) -> str:
-    import time
-    import traceback
-
-    from cachedoctor.state import log_dir
-
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    try:
-        folder = log_dir()
-        folder.mkdir(parents=True, exist_ok=True)
-        path = folder / f"crash-{time.strftime('%Y%m%d-%H%M%S')}.log"
-        path.write_text(text, encoding="utf-8")
-        return str(path)
-    except OSError:
-        return "(the log folder is not writable; the traceback follows)\n" + text
+    return guarded(call)

@@ -63,7 +63,7 @@ class MoveProgress:
                 TimeRemainingColumn,
             )
 
-            from cachedoctor.cli.base import stderr_console
+            from cachedoctor.cli.common import stderr_console
 
             self._bar = Progress(
                 TextColumn("{task.description:<7}"), BarColumn(bar_width=24), TaskProgressColumn(),

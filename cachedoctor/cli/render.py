@@ -95,7 +95,7 @@ def print_table(console: Console | None, columns: Sequence[Column], rows: Sequen
     """Print `rows` under `columns` following the terminal rules (module docstring); `console`
     None: stdout, where a pipe gets the same text as rich would print without rich building
     the console and the table (a third of a small command's time)."""
-    from cachedoctor.cli.base import printable, stdout_console
+    from cachedoctor.cli.common import printable, stdout_console
 
     cleaned: list[list[str] | None] = []
     for row in rows:
@@ -161,7 +161,7 @@ def print_text(plain: str, styled: str | None = None) -> None:
 
         sys.stdout.write(plain + "\n")
         return
-    from cachedoctor.cli.base import stdout_console
+    from cachedoctor.cli.common import stdout_console
 
     if styled is None:
         stdout_console().print(plain, markup=False, highlight=False)
