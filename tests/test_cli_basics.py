@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from cachedoctor import __version__
-from cachedoctor.cli.app import COMMANDS, command_word
+from cachedoctor.cli.commands import COMMANDS, command_word
 from tests.conftest import result_of, run_cli
 
 HEAVY = ("rich", "psutil", "yaml", "msgspec", "ruamel", "tomlkit", "cachedoctor.walker", "sqlite3")

@@ -57,16 +57,17 @@ def typer_answer(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[
 @pytest.fixture
 def spec() -> quickcomplete.Spec:
     from cachedoctor.cli.app import build_command
+    from cachedoctor.cli.spec import stamp
 
-    quickcomplete.write_spec(build_command(None), quickcomplete.stamp_now())
-    found = quickcomplete._read_spec()
+    quickcomplete.write_spec(build_command(None), stamp())
+    found = quickcomplete.read_spec()
     assert found is not None
     return found
 
 
 def lines(spec: quickcomplete.Spec) -> Iterator[tuple[list[str], str]]:
     """(words before the cursor, the word being typed) for every tool and location slot."""
-    for path, (options, arguments, _subs, completers) in sorted(spec.items()):
+    for path, (options, arguments, _subs, completers, _params) in sorted(spec.items()):
         flag = next((o for o, (_, value, main) in options.items() if not value and main
                      and o.startswith("--") and o != "--help"), None)
         valued = next((o for o, (name, value, main) in options.items() if value and main

@@ -34,9 +34,11 @@ def main() -> None:
             signal.signal(getattr(signal, name), _terminate)
     try:
         _never_crash_on_encoding()
-        from cachedoctor.cli.app import run
+        code = _quick_run()
+        if code is None:
+            from cachedoctor.cli.app import run
 
-        code = run()
+            code = run(keep_specs=True)
     except KeyboardInterrupt as exc:  # during start-up, before run() handles it
         sys.stderr.write("\ninterrupted\n")
         code = 128 + exc.signum if isinstance(exc, Terminated) else 130
@@ -66,6 +68,16 @@ def _quick_completion() -> int | None:
         except OSError:  # the shell stopped listening
             pass
     return code
+
+
+def _quick_run() -> int | None:
+    """A hot command (`scan`, `doctor`, `profiles list`) run without typer when its line is one
+    `cli.quickrun` reads for sure: the exit code, or None for typer to run it."""
+    if os.environ.get("_CACHEDOCTOR_COMPLETE"):  # a Tab that quickcomplete left to typer
+        return None
+    from cachedoctor.cli.quickrun import attempt
+
+    return attempt(sys.argv[1:])
 
 
 def _never_crash_on_encoding() -> None:

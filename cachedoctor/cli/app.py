@@ -11,6 +11,7 @@ from typing import Annotated, Any
 import typer
 
 from cachedoctor.cli.base import app
+from cachedoctor.cli.commands import COMMANDS, command_word
 from cachedoctor.errors import EXIT_BAD_INPUT
 
 START_HINT = """cachedoctor finds, measures, moves and cleans the caches that fill your drive.
@@ -47,33 +48,6 @@ def _global_options(
     from cachedoctor.cli.common import start_command
 
     start_command(ctx.invoked_subcommand, list(profiles_dir or []))
-
-
-# The module that registers each command or command group on `app` when imported, in the
-# order of --help (commands first, then the groups env, quota, schedule, profiles). A run
-# imports only the module of the command it names: building every command's parser is start-up
-# time that a Tab completion or `profiles list` would otherwise pay.
-COMMANDS: dict[str, str] = {
-    "scan": "scan", "ls": "ls", "where": "where", "which": "where", "doctor": "doctor",
-    "move": "move", "restore": "move", "tune": "tune", "clean": "clean", "sweep": "sweep",
-    "history": "history", "undo": "history", "env": "env", "quota": "quota",
-    "schedule": "schedule", "profiles": "profiles",
-}
-_GLOBAL_OPTIONS_WITH_VALUE = ("--profiles-dir",)
-
-
-def command_word(args: Sequence[str]) -> str | None:
-    """The command `args` name (`profiles` of `--profiles-dir D profiles list`), when it is one
-    of COMMANDS; None when `args` name none (`--help`, a typo, nothing yet)."""
-    words = iter(args)
-    for word in words:
-        if word in _GLOBAL_OPTIONS_WITH_VALUE:
-            next(words, None)
-        elif not word.startswith("-"):
-            return word if word in COMMANDS else None
-        elif word in ("--", "-h", "--help"):  # `-h scan` is the whole CLI's help
-            return None
-    return None
 
 
 def build_command(args: Sequence[str] | None = None) -> Any:
@@ -116,24 +90,29 @@ def command_path(command: Any, argv: list[str]) -> tuple[str, bool]:
         return "", "--json" in argv
 
 
-def run(argv: list[str] | None = None) -> int:
+def run(argv: list[str] | None = None, *, keep_specs: bool = False) -> int:
     """Run the CLI and return the exit code; user-facing errors never show a traceback. A
-    `--json` run prints its envelope whatever happened (`cachedoctor.cli.output`)."""
-    from cachedoctor.cli import completion, output
+    `--json` run prints its envelope whatever happened (`cachedoctor.cli.output`). With
+    `keep_specs` (the console entry point), a Tab or a hot command whose spec is stale keeps
+    the spec of what typer built, so the next one runs without typer (`cli.spec`)."""
+    from cachedoctor.cli import completion, output, quickcomplete, quickrun, spec
 
     args = list(sys.argv[1:] if argv is None else argv)
     if completion.requested():
-        from cachedoctor.cli import quickcomplete
-
-        if quickcomplete.spec_is_current() or not quickcomplete.can_write_spec():
+        if (not keep_specs or quickcomplete.spec_is_current()
+                or not spec.can_write(quickcomplete.spec_path())):
             command = build_command(completion.words_before_cursor())
         else:  # once per code version: the whole CLI, and the spec the next Tabs read
-            stamp = quickcomplete.stamp_now()
+            stamp = spec.stamp()
             command = build_command(None)
             with contextlib.suppress(OSError):
                 quickcomplete.write_spec(command, stamp)
     else:
+        run_stamp = quickrun.spec_to_keep(args) if keep_specs else None
         command = build_command(args)
+        if run_stamp is not None:
+            with contextlib.suppress(OSError):
+                quickrun.remember(command, args, run_stamp)
     name, json_out = command_path(command, args)
     output.begin(name, json_out=json_out)
     code = _run(command, args)

@@ -3,8 +3,7 @@
 The shells ask through typer's protocol (`_CACHEDOCTOR_COMPLETE=complete_<shell>`), and typer
 with its click is about 80 ms of such a run before any of cachedoctor's own work. The commonest
 request needs neither: this module reads the line with a *spec* of the command tree — derived
-from the typer CLI itself (`write_spec`, run once after the code changes) and stamped like the
-profile index — follows the steps of click's `_resolve_context` and `_resolve_incomplete` for
+from the typer CLI itself once after the code changes (`cli.spec`) — follows the steps of click's `_resolve_context` and `_resolve_incomplete` for
 the simple parameters cachedoctor has, and prints the shell's answer as typer's completion
 classes format it. Anything it cannot read for sure — an option name, an unknown or combined
 option, `--`, `=`, a subcommand name, another parameter's value, a word past the arguments, a
@@ -15,12 +14,12 @@ that takes a tool or a location, in every shell.
 
 from __future__ import annotations
 
-import marshal
 import os
 import shlex
 from pathlib import Path
 from typing import Any
 
+from cachedoctor.cli import spec as specs
 from cachedoctor.cli.completion import (
     COMPLETE_VAR,
     TOOL_PARAMS,
@@ -28,13 +27,7 @@ from cachedoctor.cli.completion import (
     tool_candidates,
 )
 
-# one command of the spec: (options, arguments, subcommands, completers)
-#   options: option string -> (parameter name, takes a value, is one of the parameter's `opts`)
-#   arguments: (parameter name, nargs) in order; subcommands: names, or None for a command
-#   completers: parameter name -> "tools" | "locations"
-Spec = dict[str, tuple[dict[str, tuple[str, bool, bool]], list[tuple[str, int]],
-                       list[str] | None, dict[str, str]]]
-_FORMAT = 1
+Spec = specs.Spec
 
 
 def spec_path() -> Path:
@@ -43,90 +36,19 @@ def spec_path() -> Path:
     return state_dir() / "completion-spec.marshal"
 
 
-def _stamp(typer_file: str) -> tuple[Any, ...]:
-    """The code the spec was derived from: every module of the package (as for the profile
-    index), the interpreter and its import path, and typer's package file (an upgrade
-    replaces it), whose parser the spec mirrors."""
-    import sys
-
-    from cachedoctor.profiles.index import code_stamp, file_key
-
-    return (_FORMAT, code_stamp(), sys.prefix, tuple(sys.path), typer_file,
-            file_key(os.stat(typer_file)))
-
-
-def stamp_now() -> tuple[Any, ...]:
-    """The stamp of the code running (typer imported): taken before the CLI is built, so a
-    change that lands meanwhile makes the spec stale, never a stale spec current."""
-    import typer
-
-    return _stamp(typer.__file__ or "")
-
-
-def can_write_spec() -> bool:
-    """Whether the state folder takes the spec (else every Tab would build the whole CLI for
-    a spec it cannot keep)."""
-    folder = spec_path().parent
-    while not folder.exists() and folder.parent != folder:
-        folder = folder.parent
-    return os.access(folder, os.W_OK)
-
-
 def write_spec(command: Any, stamp: tuple[Any, ...]) -> None:
-    """Derive the spec from the assembled click command tree (`cli.app.build_command(None)`)
-    and keep it in the state folder with `stamp` (`stamp_now`); a command with a parameter
-    the reader does not handle (nargs > 1, a chained group) is left out, so typer answers
-    for it."""
-    from cachedoctor.fsutil import atomic_write_bytes
-
-    spec: Spec = {}
-
-    def walk(cmd: Any, path: str) -> None:
-        options: dict[str, tuple[str, bool, bool]] = {}
-        arguments: list[tuple[str, int]] = []
-        completers: dict[str, str] = {}
-        for param in cmd.params:
-            custom = getattr(param, "_custom_shell_complete", None)
-            kind = {"complete_tools": "tools", "complete_locations": "locations"}.get(
-                getattr(custom, "__name__", ""))
-            if kind:
-                completers[param.name] = kind
-            if param.param_type_name == "argument":
-                if param.nargs not in (1, -1):
-                    return
-                arguments.append((param.name, param.nargs))
-                continue
-            if param.nargs != 1:
-                return
-            takes_value = not (param.is_flag or param.count)
-            for opt in param.opts:
-                options[opt] = (param.name, takes_value, True)
-            for opt in param.secondary_opts:
-                options[opt] = (param.name, takes_value, False)
-        subs = getattr(cmd, "commands", None)
-        if subs is not None and getattr(cmd, "chain", False):
-            return
-        spec[path] = (options, arguments, list(subs) if subs is not None else None, completers)
-        for name, sub in (subs or {}).items():
-            walk(sub, f"{path} {name}".strip())
-
-    walk(command, "")
-    atomic_write_bytes(spec_path(), marshal.dumps((stamp, spec)), mode=0o600)
+    """Keep the spec of the whole CLI (`cli.app.build_command(None)`) with `stamp`
+    (`spec.stamp`, taken before the CLI was built)."""
+    specs.write(spec_path(), specs.derive(command), stamp)
 
 
-def _read_spec() -> Spec | None:
-    """The spec, when the code that wrote it is the code running (typer is not imported to
-    tell: the stamp names its file)."""
-    try:
-        stamp, spec = marshal.loads(spec_path().read_bytes())
-        current = _stamp(stamp[4])
-    except Exception:  # missing, damaged, foreign, another format: not current, never a crash
-        return None
-    return spec if stamp == current and isinstance(spec, dict) else None
+def read_spec() -> Spec | None:
+    found = specs.read(spec_path())
+    return found if isinstance(found, dict) else None
 
 
 def spec_is_current() -> bool:
-    return _read_spec() is not None
+    return read_spec() is not None
 
 
 def _split(line: str) -> list[str]:
@@ -199,7 +121,7 @@ def answer(env: dict[str, str] | None = None) -> tuple[str | None, int] | None:
         return None
     if request is None:
         return None
-    spec = _read_spec()
+    spec = read_spec()
     if spec is None:
         return None
     values = _complete(spec, *request)
@@ -211,11 +133,11 @@ def _complete(spec: Spec, args: list[str], incomplete: str) -> list[str] | None:
         incomplete = ""
     if "=" in incomplete or "--" in args or incomplete.startswith("-"):
         return None
-    read = _read_line(spec, args)
+    read = specs.read_line(spec, args)
     if read is None:
         return None
     path, given, positional, cut = read
-    options, arguments, subcommands, completers = spec[path]
+    options, arguments, subcommands, completers, _params = spec[path]
     # click: the option whose name is the last word waits for a value...
     waiting = options.get(args[-1]) if args and args[-1].startswith("-") else None
     if waiting is not None and waiting[1] and waiting[2]:
@@ -242,50 +164,8 @@ def _complete(spec: Spec, args: list[str], incomplete: str) -> list[str] | None:
     return None
 
 
-def _names(given: dict[str, list[str]]) -> Any:
+def _names(given: list[tuple[str, str, str | None, bool]]) -> Any:
     from cachedoctor.profiles.loader import load_names
 
-    return load_names(given.get("profiles_dir", []))
-
-
-def _read_line(spec: Spec, args: list[str]
-               ) -> tuple[str, dict[str, list[str]], list[tuple[str, str]], bool] | None:
-    """The command the words name, the root's option values (`--profiles-dir`), the words
-    given to that command's arguments, in click's order (a group's options until its first
-    word, which names the subcommand; a command's options anywhere among its arguments), and
-    whether the last word is an option still waiting for its value (click's parse stops
-    there)."""
-    path = ""
-    given: dict[str, list[str]] = {}
-    positional: list[tuple[str, str]] = []
-    cut = False
-    words = iter(args)
-    for word in words:
-        options, arguments, subcommands, _completers = spec[path]
-        if word.startswith("-") and word != "-":
-            option, equals, inline = word.partition("=") if word.startswith("--") else (
-                word, "", "")
-            found = options.get(option)
-            if found is None or (equals and not found[1]):
-                return None  # unknown here, combined short flags, a flag given a value: typer
-            name, takes_value, _primary = found
-            if takes_value:
-                value = inline if equals else next(words, None)
-                if value is None:
-                    cut = True  # waiting for its value: the option completes it
-                    break
-                if path == "":
-                    given.setdefault(name, []).append(value)
-            continue
-        if subcommands is not None:
-            if word not in subcommands:
-                return None  # a shorthand (`quota TOOL SIZE`) or a typo: typer resolves it
-            path = f"{path} {word}".strip()
-            continue
-        slots = [n for n, nargs in arguments
-                 if nargs == -1 or n not in {p for p, _ in positional}]
-        positional.append((slots[0] if slots else "", word))  # "": past the arguments
-    if path not in spec:
-        return None
-    return path, given, positional, cut
-
+    return load_names([v for path, name, v, _ in given
+                       if path == "" and name == "profiles_dir" and v is not None])

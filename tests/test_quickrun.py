@@ -1,0 +1,235 @@
+"""The hot commands run without typer (`cli.quickrun`) against typer's own run, the oracle: on
+every line built from each hot command's parameters — flags, `--no-` forms, options with values
+given both ways and repeated, arguments, `--profiles-dir`, in any order — the quick run calls the
+command's body with exactly the values typer passes, after the same global step; what it does
+not read for sure is left to typer. For real runs, each line prints the same on both paths, and
+a run after the first imports no typer."""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cachedoctor.cli import quickrun
+from cachedoctor.cli import spec as specs
+
+Call = list[tuple[Any, ...]]
+
+
+@pytest.fixture
+def spec() -> specs.Spec:
+    """The spec of the whole CLI, kept as the first typer run of each hot command keeps it."""
+    from cachedoctor.cli.app import build_command
+
+    command = build_command(None)
+    for word in quickrun.HOT_WORDS:
+        quickrun.remember(command, [word], specs.stamp())
+    return specs.derive(command)
+
+
+@pytest.fixture
+def calls(monkeypatch: pytest.MonkeyPatch) -> Call:
+    """What reaches the global step and the bodies, whichever path called them."""
+    seen: Call = []
+    for path, target in quickrun.HOT.items():
+        module, _, name = target.partition(":")
+
+        def body(_path: str = path, **values: Any) -> int:
+            seen.append(("body", _path, values))
+            return 0
+
+        monkeypatch.setattr(f"{module}.{name}", body)
+    monkeypatch.setattr("cachedoctor.cli.common.start_command",
+                        lambda name, dirs: seen.append(("start", name, list(dirs))))
+    return seen
+
+
+def by_typer(args: list[str], calls: Call) -> tuple[int, Call]:
+    from cachedoctor.cli.app import run
+
+    calls.clear()
+    code = run(list(args))
+    return code, list(calls)
+
+
+def quickly(args: list[str], calls: Call) -> tuple[int, Call] | None:
+    calls.clear()
+    code = quickrun.attempt(list(args))
+    return None if code is None else (code, list(calls))
+
+
+def pieces(entry: specs.Entry) -> list[list[str]]:
+    """Words for each parameter of a command, each a valid piece of a line."""
+    options, arguments, _subs, _completers, params = entry
+    out: list[list[str]] = []
+    for option, (name, takes_value, primary) in sorted(options.items()):
+        if not takes_value:
+            out.append([option])
+            continue
+        if not primary:
+            continue
+        kind = params[name][0]
+        value = "some/dir/" if kind == "path" else "ai"
+        out += [[option, value], [f"{option}={value}"], [option, "-looks-like-an-option"]]
+        if option.startswith("--"):
+            out.append([f"{option}="])
+        out.append([option, "first", option, "second"])
+    for _argument in arguments:
+        out += [["ollama"], ["ollama", "hf"], ["-"], [""]]
+    return out
+
+
+def lines(spec: specs.Spec) -> Iterator[list[str]]:
+    rng = random.Random(14)
+    leads = [[], ["--profiles-dir", "/p1"], ["--profiles-dir=/p1", "--profiles-dir", "/p2"]]
+    for path in sorted(quickrun.HOT):
+        words = path.split()
+        available = pieces(spec[path])
+        for lead in leads:
+            yield [*lead, *words]
+            for piece in available:
+                yield [*lead, *words, *piece]
+        for _ in range(150):
+            chosen = rng.sample(available, rng.randint(1, min(5, len(available))))
+            # the command's words first, then its options and arguments in any order
+            yield [*rng.choice(leads), *words, *(w for piece in chosen for w in piece)]
+
+
+def test_every_hot_line_calls_the_body_with_typers_values(spec: specs.Spec,
+                                                          calls: Call) -> None:
+    seen = 0
+    for args in lines(spec):
+        expected = by_typer(args, calls)
+        assert expected[1], args  # the line is valid: typer reached the body
+        assert quickly(args, calls) == expected, args
+        seen += 1
+    assert seen > 500
+
+
+@pytest.mark.parametrize("args", [
+    ["scan", "--help"], ["scan", "-h"], ["--help", "scan"], ["scan", "--"], ["scan", "--", "x"],
+    ["scan", "--bogus"], ["scan", "--json=yes"], ["scan", "-xy"], ["scan", "--path"],
+    ["--version", "scan"], ["-V", "scan"], ["--show-completion", "scan"],
+    ["--profiles-dir"], ["profiles"], ["profiles", "show", "ollama"], ["profiles", "lst"],
+    ["profiles", "list", "extra"], ["doctor", "--workspace"], ["scn"], [],
+    ["ls", "ollama"], ["move", "ollama", "/d"],
+])
+def test_what_it_cannot_read_for_sure_is_left_to_typer(spec: specs.Spec, calls: Call,
+                                                       args: list[str]) -> None:
+    assert quickly(args, calls) is None
+
+
+@pytest.mark.skipif(not hasattr(os, "setreuid") or os.geteuid() != 0,
+                    reason="needs root, to run as another user for whom a folder is shut")
+def test_a_workspace_click_refuses_is_left_to_typer(spec: specs.Spec) -> None:
+    """click's Path is `readable`: a folder that exists but cannot be read is a usage error,
+    which typer reports; the quick run leaves that line to it."""
+    import shutil
+    import tempfile
+
+    top = Path(tempfile.mkdtemp(dir="/tmp"))
+    try:
+        top.chmod(0o755)
+        (top / "shut").mkdir(mode=0)
+        # click and the quick run ask os.access, which answers for the real user: 65534 here,
+        # while the effective root still reads the interpreter's files
+        code = ("import os, sys\nos.setreuid(65534, 0)\nfrom cachedoctor.cli import quickrun\n"
+                "from cachedoctor.cli.app import run\n"
+                f"print(quickrun._convert('path', {str(top / 'shut')!r}), "
+                f"quickrun._convert('path', {str(top)!r}))\n"
+                f"print(run(['doctor', '--workspace', {str(top / 'shut')!r}]))\n")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                             timeout=120, cwd=top)
+        assert out.stdout.split() == ["None", str(top), "2"], out.stderr
+        assert "is not readable" in out.stderr
+    finally:
+        shutil.rmtree(top)
+
+
+def test_a_stale_or_missing_spec_is_left_to_typer(spec: specs.Spec, calls: Call) -> None:
+    import marshal
+
+    assert quickly(["scan"], calls) is not None
+    path = quickrun.spec_path()
+    code, kept = marshal.loads(path.read_bytes())
+    path.write_bytes(marshal.dumps(((*code[:-1], "another typer"), kept)))
+    assert quickly(["scan"], calls) is None
+    path.write_bytes(marshal.dumps((code, {"scan": "not a spec"})))
+    assert quickly(["scan"], calls) is None
+    path.write_bytes(b"\x00garbage")
+    assert quickly(["scan"], calls) is None
+    path.unlink()
+    assert quickly(["scan"], calls) is None
+
+
+# ------------------------------------------------------------------------------ real runs
+
+_MODULES = ("import atexit, sys\n"
+            "atexit.register(lambda: sys.stderr.write('\\nMODULES ' + ' '.join(sorted(sys.modules))))\n"
+            "sys.argv = ['cachedoctor', *sys.argv[1:]]\nfrom cachedoctor.cli import main\nmain()\n")
+
+
+def real_run(args: list[str]) -> tuple[int, str, str, bool]:
+    """(exit code, stdout, stderr, whether typer was imported) of a real run."""
+    out = subprocess.run([sys.executable, "-c", _MODULES, *args], capture_output=True,
+                         text=True, timeout=300, env=os.environ.copy())
+    err, _, modules = out.stderr.rpartition("\nMODULES ")
+    return out.returncode, out.stdout, err, "typer" in modules.split()
+
+
+@pytest.fixture
+def machine(isolated_home: Path) -> dict[str, Path]:
+    """A home with a few caches, and an extra profile folder holding a broken profile."""
+    from tests.conftest import user_cache_root
+
+    cache = user_cache_root(isolated_home)
+    for folder, size in (("pip/http", 5000), ("huggingface/hub/models--a--b/blobs", 70000),
+                         ("npm-not-this", 10)):
+        (cache / folder).mkdir(parents=True)
+        (cache / folder / "f").write_bytes(b"x" * size)
+    (isolated_home / ".npm" / "_cacache").mkdir(parents=True)
+    extra = isolated_home / "extra-profiles"
+    extra.mkdir()
+    (extra / "broken.yaml").write_text("id: broken\nname: [unclosed\n")
+    return {"home": isolated_home, "cache": cache, "extra": extra}
+
+
+def test_each_hot_line_prints_the_same_as_typer_and_imports_no_typer(
+        machine: dict[str, Path]) -> None:
+    extra, cache = str(machine["extra"]), machine["cache"]
+    for args in (["scan"], ["scan", "--json"], ["scan", "pip", "huggingface", "--json"],
+                 ["scan", "--path", str(cache / "pip"), "-x"], ["scan", "nothing-such"],
+                 ["scan", "--category", "bogus", "--json"], ["scan", "--no-unclaimed"],
+                 ["doctor"], ["doctor", "--json"], ["doctor", "pip", "--workspace", str(cache)],
+                 ["profiles", "list"], ["profiles", "list", "--json", "--category", "ai"],
+                 ["--profiles-dir", extra, "profiles", "list"],
+                 ["--profiles-dir", extra, "scan", "--json"]):
+        quickrun.spec_path().unlink(missing_ok=True)
+        *typer_run, typer_imported = real_run(args)
+        *quick_run, quick_imported = real_run(args)
+        assert typer_imported and not quick_imported, args
+        assert quick_run == typer_run, args
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="a pipe closed before the run (POSIX)")
+def test_a_reader_gone_ends_both_paths_alike(machine: dict[str, Path]) -> None:
+    """`| head` that has read enough: no traceback, typer's exit code 1, on either path."""
+    results = []
+    for _ in range(2):  # the first run writes the spec, the second runs without typer
+        read, write = os.pipe()
+        os.close(read)
+        try:
+            out = subprocess.run([sys.executable, "-c", _MODULES, "profiles", "list"],
+                                 stdout=write, stderr=subprocess.PIPE, text=True, timeout=300)
+        finally:
+            os.close(write)
+        err, _, modules = out.stderr.rpartition("\nMODULES ")
+        results.append((out.returncode, err, "typer" in modules.split()))
+    assert results == [(1, "", True), (1, "", False)]
