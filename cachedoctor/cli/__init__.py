@@ -71,7 +71,7 @@ def _quick_completion() -> int | None:
 
 
 def _quick_run() -> int | None:
-    """A hot command (`scan`, `doctor`, `profiles list`) run without typer when its line is one
+    """A hot command (`scan`, `ls`, `doctor`, `profiles list`) run without typer when its line is one
     `cli.quickrun` reads for sure: the exit code, or None for typer to run it."""
     if os.environ.get("_CACHEDOCTOR_COMPLETE"):  # a Tab that quickcomplete left to typer
         return None

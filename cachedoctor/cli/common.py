@@ -1,7 +1,7 @@
 """What every command's body shares, without typer: global options, the profiles, output for a
 person (rich, imported when first used) and for a program (the `--json` envelope).
 
-A hot command (`scan`, `doctor`, `profiles list`) runs without importing typer
+A hot command (`scan`, `ls`, `doctor`, `profiles list`) runs without importing typer
 (`cli.quickrun`), so its body and everything it calls import from here, never `cli.base`.
 """
 

@@ -1,15 +1,16 @@
-"""The hot commands run without typer: `scan`, `doctor` and `profiles list`, the ones a person
-types most and a UI calls on every refresh.
+"""The hot commands run without typer: `scan`, `ls`, `doctor` and `profiles list`, the ones a
+person types most and a UI calls on every refresh.
 
 typer and its click are about 45 ms of a run before any of cachedoctor's own work. Here the line
 is read with the command's spec (`cli.spec`, derived from typer's own parser by the first run
 of the command after the code changes, `remember`), its words are turned into the values typer
-would pass — a flag's True or False, the last of a repeated option, a list for a repeatable one,
-a `Path` checked as click checks it — and the command's body (`cli/bodies`) is called with them,
-between what the global options do (`common.start_command`) and the failure guard typer's
-path uses too (`guard.guarded`). Whatever it does not read for sure — `--help`, an unknown
-option, a usage error to report, a parameter whose value click would compute otherwise, a spec
-that is missing or not this code's — returns None, and typer runs the line as always.
+would pass — a flag's True or False, the last of a repeated option, a list for a repeatable
+one, a number within its range, a `Path` checked as click checks it — and the command's body
+(`cli/bodies`) is called with them, between what the global options do
+(`common.start_command`) and the failure guard typer's path uses too (`guard.guarded`).
+Whatever it does not read for sure — `--help`, an unknown option, a usage error to report, a
+parameter whose value click would compute otherwise, a spec that is missing or not this
+code's — returns None, and typer runs the line as always.
 tests/test_quickrun.py holds the values passed, and what each run prints, to typer's.
 """
 
@@ -28,6 +29,7 @@ from cachedoctor.cli.commands import command_word
 # values (cli/scan.py, cli/doctor.py, cli/profiles.py)
 HOT: dict[str, str] = {
     "scan": "cachedoctor.cli.bodies.scan:scan",
+    "ls": "cachedoctor.cli.bodies.ls:ls",
     "doctor": "cachedoctor.cli.bodies.doctor:doctor",
     "profiles list": "cachedoctor.cli.bodies.profiles_list:list_profiles",
 }
@@ -92,7 +94,7 @@ def parse(spec: specs.Spec, args: list[str]) -> tuple[str, list[str], dict[str, 
         return None  # click shares words among such arguments; extra words are an error
     nargs = dict(arguments)
     values: dict[str, Any] = {}
-    for name, (kind, multiple, default, required) in params.items():
+    for name, (kind, multiple, default, required, bounds) in params.items():
         words = [(value, primary) for path, given, value, primary in line.given
                  if path == line.path and given == name]
         words += [(word, True) for given, word in line.positional if given == name]
@@ -105,20 +107,31 @@ def parse(spec: specs.Spec, args: list[str]) -> tuple[str, list[str], dict[str, 
         elif kind == "flag":
             values[name] = words[-1][1]
         else:
-            converted = [_convert(kind, word) for word, _ in words if word is not None]
+            converted = [_convert(kind, word, bounds) for word, _ in words if word is not None]
             if None in converted or len(converted) != len(words):
                 return None
             values[name] = converted if multiple or nargs.get(name) == -1 else converted[-1]
     return line.path, [value for _, value in root if value is not None], values
 
 
-def _convert(kind: str, word: str) -> str | Path | None:
+def _convert(kind: str, word: str, bounds: tuple[int | None, int | None] = (None, None)
+             ) -> str | int | Path | None:
     """`word` as click's type and typer's convertor make it; None where click would refuse it
-    (a `Path` that exists but cannot be read: click's `readable` check)."""
+    (not a number, out of its range; a `Path` that exists but cannot be read: click's
+    `readable` check)."""
     if kind == "path":
         if os.path.exists(word) and not os.access(word, os.R_OK):
             return None
         return Path(word)
+    if kind == "int":
+        try:
+            number = int(word)  # click's IntParamType converts with int() itself
+        except ValueError:
+            return None
+        low, high = bounds
+        if (low is not None and number < low) or (high is not None and number > high):
+            return None
+        return number
     return word
 
 

@@ -24,10 +24,11 @@ from typing import Any, NamedTuple
 #   options: option string -> (parameter name, takes a value, is one of the parameter's `opts`)
 #   arguments: (parameter name, nargs) in order; subcommands: names, or None for a command
 #   completers: parameter name -> "tools" | "locations"
-#   params: parameter name -> (kind, multiple, default, required), where kind says how click
-#     converts a value: "str", "path" (typer's Path), "flag", or "" (anything else)
+#   params: parameter name -> (kind, multiple, default, required, bounds), where kind says how
+#     click converts a value: "str", "int" (within bounds, (min, max), either None for none),
+#     "path" (typer's Path), "flag", or "" (anything else)
 Options = dict[str, tuple[str, bool, bool]]
-Params = dict[str, tuple[str, bool, Any, bool]]
+Params = dict[str, tuple[str, bool, Any, bool, tuple[int | None, int | None]]]
 Entry = tuple[Options, list[tuple[str, int]], list[str] | None, dict[str, str], Params]
 Spec = dict[str, Entry]
 FORMAT = 2
@@ -104,7 +105,8 @@ def derive(command: Any) -> Spec:
                 completers[param.name] = kind
             params[param.name] = (_kind(param), bool(param.multiple),
                                   param.default if _plain(param.default) else None,
-                                  bool(param.required))
+                                  bool(param.required),
+                                  (getattr(param.type, "min", None), getattr(param.type, "max", None)))
             if param.param_type_name == "argument":
                 if param.nargs not in (1, -1):
                     return
@@ -130,7 +132,7 @@ def derive(command: Any) -> Spec:
 
 
 def _plain(value: Any) -> bool:
-    return value is None or isinstance(value, (bool, str))
+    return value is None or isinstance(value, (bool, str, int))
 
 
 # click's Path with none of its checks but `readable` (typer's default for a `Path` parameter)
@@ -141,7 +143,7 @@ _PLAIN_PATH = {"exists": False, "file_okay": True, "dir_okay": True, "writable":
 def _kind(param: Any) -> str:
     """How click and typer turn this parameter's words into the value the command gets, when
     that is plain enough to do without them; "" otherwise (a callback, an environment variable,
-    a count, a choice, a number, a default that is not plain)."""
+    a count, a choice, a float, a clamped or open range, a default that is not plain)."""
     if (getattr(param, "callback", None) is not None or param.envvar
             or getattr(param, "count", False) or not _plain(param.default)
             or param.param_type_name not in ("argument", "option")):
@@ -152,6 +154,9 @@ def _kind(param: Any) -> str:
         return "flag" if plain_flag else ""
     if name == "StringParamType":
         return "str"
+    if name == "IntParamType" or (name == "IntRange" and not (
+            param.type.clamp or param.type.min_open or param.type.max_open)):
+        return "int" if param.default is None or type(param.default) is int else ""
     if name == "TyperPath" and param.default is None and all(
             getattr(param.type, key, value) == value for key, value in _PLAIN_PATH.items()):
         return "path"

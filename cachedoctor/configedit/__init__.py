@@ -14,7 +14,6 @@ file, line and column, and the file is left untouched.
 
 from __future__ import annotations
 
-import difflib
 import os
 import re
 from collections.abc import Iterator
@@ -215,6 +214,7 @@ def unified_diff(before: str | None, after: str, name: str) -> str:
     lines, not the whole file (difflib is quadratic in the worst case)."""
     if before == after:
         return ""
+    import difflib  # only a preview draws one
     old = (before or "").splitlines(keepends=True)
     new = after.splitlines(keepends=True)
     head = 0

@@ -28,9 +28,7 @@ import json
 import os
 import shlex
 import signal
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -203,7 +201,9 @@ def run(shell: str, env: dict[str, str], *, timeout: float | None = None
         return None, f"{shell} is not a shell cachedoctor knows"
     if not sys.executable:
         return None, "no Python interpreter to print the environment with"
-    import secrets  # only when the shell is asked, not for a cached answer
+    import secrets  # these only when the shell is asked, not for a cached answer
+    import subprocess
+    import tempfile
 
     marker = secrets.token_hex(16)
     if shellenv.SHELLS[name].syntax == "fish":
