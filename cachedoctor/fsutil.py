@@ -1,4 +1,5 @@
-"""Small durable-write helpers shared by every module that changes a file."""
+"""Small durable-write helpers shared by every module that changes a file, and the one safe way
+to read back a cache cachedoctor keeps (`open_own`)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import contextlib
 import os
 import tempfile
 from pathlib import Path
+from typing import BinaryIO
 
 
 def fsync_dir(path: str | os.PathLike[str]) -> None:
@@ -52,3 +54,24 @@ def atomic_write_bytes(
 def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int | None = None) -> None:
     """Text variant; newline translation is off so CRLF files stay CRLF."""
     atomic_write_bytes(path, text.encode("utf-8"), mode=mode)
+
+
+def open_own(path: str | os.PathLike[str]) -> BinaryIO | None:
+    """`path` opened for reading when it is a regular file this user owns and only this user
+    can write; None otherwise. For the caches cachedoctor keeps in its state folder (a pickle,
+    a spec), which a run must never take from another user, nor block on (a FIFO put in their
+    place) or read without end (a link to /dev/zero). Raises OSError when it cannot be opened."""
+    import stat
+
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+    try:
+        st = os.fstat(fd)
+        theirs = hasattr(os, "geteuid") and (st.st_uid != os.geteuid() or st.st_mode & 0o022)
+        if not stat.S_ISREG(st.st_mode) or theirs:
+            os.close(fd)
+            return None
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+        raise

@@ -36,13 +36,16 @@ def spec() -> specs.Spec:
 
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> Call:
-    """What reaches the global step and the bodies, whichever path called them."""
+    """What reaches the global step and the bodies, whichever path called them, and whether
+    the run prints an envelope."""
     seen: Call = []
     for path, target in quickrun.HOT.items():
         module, _, name = target.partition(":")
 
         def body(_path: str = path, **values: Any) -> int:
-            seen.append(("body", _path, values))
+            from cachedoctor.cli import output  # and what the envelope will say
+
+            seen.append(("body", _path, values, output.SESSION.command, output.SESSION.json))
             return 0
 
         monkeypatch.setattr(f"{module}.{name}", body)
@@ -83,7 +86,8 @@ def pieces(entry: specs.Entry) -> tuple[list[str], list[list[str]]]:
         if kind == "int":
             out += [[option, " 12 "], [option, "+5"], [option, "1_000"]]  # what int() takes
         else:
-            out += [[option, "-looks-like-an-option"], [option, "first", option, "second"]]
+            out += [[option, "-looks-like-an-option"], [option, "--json"],
+                    [option, "first", option, "second"]]
             if option.startswith("--"):
                 out.append([f"{option}="])
     for _name, nargs in arguments:
@@ -245,7 +249,11 @@ def test_each_hot_line_prints_the_same_as_typer_and_imports_no_typer(
                  ["doctor"], ["doctor", "--json"], ["doctor", "pip", "--workspace", str(cache)],
                  ["profiles", "list"], ["profiles", "list", "--json", "--category", "ai"],
                  ["--profiles-dir", extra, "profiles", "list"],
-                 ["--profiles-dir", extra, "scan", "--json"]):
+                 ["--profiles-dir", extra, "scan", "--json"],
+                 ["scan", "--category", "--json"],  # `--json` the value: not asked for
+                 ["--profiles-dir", "--json", "doctor", "pip"],
+                 ["ls", "pip"], ["ls", "huggingface", "--json", "--limit", "1"],
+                 ["ls", "pip", "--sort", "bogus"]):
         quickrun.spec_path().unlink(missing_ok=True)
         *typer_run, typer_imported = real_run(args)
         *quick_run, quick_imported = real_run(args)
@@ -268,3 +276,69 @@ def test_a_reader_gone_ends_both_paths_alike(machine: dict[str, Path]) -> None:
         err, _, modules = out.stderr.rpartition("\nMODULES ")
         results.append((out.returncode, err, "typer" in modules.split()))
     assert results == [(1, "", True), (1, "", False)]
+
+
+def test_a_state_folder_it_cannot_look_into_costs_only_speed(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(self: Path) -> bool:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "exists", refused)
+    assert not specs.can_write(quickrun.spec_path())
+    assert quickrun.spec_to_keep(["scan"]) is None
+
+
+def test_a_typer_whose_file_cannot_be_told_keeps_no_spec(machine: dict[str, Path],
+                                                         tmp_path: Path) -> None:
+    """typer imported from a zip: its file has no size or time to stamp a spec with, so every
+    run is typer's, and none fails."""
+    import shutil
+
+    import typer
+
+    archive = shutil.make_archive(str(tmp_path / "typer"), "zip",
+                                  Path(typer.__file__).parent.parent, "typer")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+        [archive, str(Path(__file__).resolve().parents[1])])}
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", _MODULES, "profiles", "list"],
+                             capture_output=True, text=True, timeout=300, env=env)
+        assert out.returncode == 0 and "ollama" in out.stdout, out.stderr
+        assert "typer" in out.stderr.rpartition("\nMODULES ")[2].split()
+    assert not quickrun.spec_path().exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="FIFOs are POSIX")
+def test_a_spec_that_is_no_file_of_its_own_is_not_read(machine: dict[str, Path]) -> None:
+    """A FIFO or a link to /dev/zero where the spec should be: neither blocks nor floods the
+    run, which goes to typer (that writes a real spec in its place)."""
+    path = quickrun.spec_path()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    for make in (os.mkfifo, lambda p: os.symlink("/dev/zero", p)):
+        path.unlink(missing_ok=True)
+        make(path)
+        code, stdout, _err, imported = real_run(["profiles", "list"])
+        assert code == 0 and imported and stdout
+    assert path.is_file() and not path.is_symlink()
+
+
+def test_only_a_regular_file_of_this_users_own_is_opened(tmp_path: Path) -> None:
+    from cachedoctor.fsutil import open_own
+
+    mine = tmp_path / "mine"
+    mine.write_bytes(b"spec")
+    opened = open_own(mine)
+    assert opened is not None
+    with opened:
+        assert opened.read() == b"spec"
+    mine.chmod(0o666)
+    assert open_own(mine) is None  # others could have written it
+    mine.chmod(0o600)
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "fifo")
+        assert open_own(tmp_path / "fifo") is None
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        os.chown(mine, 65534, 65534)
+        assert open_own(mine) is None
+    with pytest.raises(FileNotFoundError):
+        open_own(tmp_path / "missing")

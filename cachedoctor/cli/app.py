@@ -73,7 +73,8 @@ def _registered_name(info: Any) -> str:
 def command_path(command: Any, argv: list[str]) -> tuple[str, bool]:
     """The command an argv names (`env.set`; `quota.set` for the `quota TOOL SIZE` shorthand)
     and whether it asks for `--json`, read with the CLI's own parser in its resilient mode (no
-    callback runs, no error is raised): the envelope of a run that fails early still names it."""
+    callback runs, no error is raised; the parse stops at a usage error, so a `--json` anywhere
+    counts, in `cli.quickrun` too): the envelope of a run that fails early still names it."""
     try:
         ctx = command.make_context("cachedoctor", list(argv), resilient_parsing=True)
         parts: list[str] = []
@@ -105,8 +106,9 @@ def run(argv: list[str] | None = None, *, keep_specs: bool = False) -> int:
         else:  # once per code version: the whole CLI, and the spec the next Tabs read
             stamp = spec.stamp()
             command = build_command(None)
-            with contextlib.suppress(OSError):
-                quickcomplete.write_spec(command, stamp)
+            if stamp is not None:
+                with contextlib.suppress(OSError):
+                    quickcomplete.write_spec(command, stamp)
     else:
         run_stamp = quickrun.spec_to_keep(args) if keep_specs else None
         command = build_command(args)

@@ -65,7 +65,8 @@ def attempt(args: list[str]) -> int | None:
         common.start_command(word, profiles_dirs)
         return body(**values)
 
-    output.begin(path.replace(" ", "."), json_out=bool(values.get("json_out")))
+    # an envelope whenever `--json` is a word of the line, as `app.command_path` decides
+    output.begin(path.replace(" ", "."), json_out=bool(values.get("json_out")) or "--json" in args)
     code = guard.guarded(run)
     output.finish(code)
     return code

@@ -34,21 +34,26 @@ Spec = dict[str, Entry]
 FORMAT = 2
 
 
-def stamp() -> tuple[Any, ...]:
+def stamp() -> tuple[Any, ...] | None:
     """The code a spec is derived from: every module of the package (as for the profile index),
     the interpreter, and the typer this process imports (found on the import path, not
     imported: `PYTHONPATH` may shadow the installed one) with its file's size and time (an
     upgrade replaces it), whose parser the spec mirrors. Taken before typer builds the CLI, so
-    a change that lands meanwhile makes the spec stale, never a stale spec current."""
+    a change that lands meanwhile makes the spec stale, never a stale spec current. None when
+    typer's file cannot be told (a zip, a custom importer): then no spec is kept or read."""
     import sys
     from importlib.machinery import PathFinder
 
     from cachedoctor.profiles.index import code_stamp, file_key
 
     found = PathFinder.find_spec("typer")
-    typer_file = found.origin if found is not None else None
-    return (FORMAT, code_stamp(), sys.prefix, typer_file,
-            file_key(os.stat(typer_file)) if typer_file else None)
+    if found is None or not found.origin:
+        return None
+    try:
+        key = file_key(os.stat(found.origin))
+    except (OSError, ValueError):
+        return None
+    return (FORMAT, code_stamp(), sys.prefix, found.origin, key)
 
 
 def can_write(path: Path) -> bool:
@@ -61,12 +66,12 @@ def can_write(path: Path) -> bool:
 
     try:
         invoker.check_this_run()
-    except UserInputError:
+        folder = path.parent
+        while not folder.exists() and folder.parent != folder:
+            folder = folder.parent
+        return os.access(folder, os.W_OK)
+    except (UserInputError, OSError):  # refused, or a folder above it cannot be looked into
         return False
-    folder = path.parent
-    while not folder.exists() and folder.parent != folder:
-        folder = folder.parent
-    return os.access(folder, os.W_OK)
 
 
 def write(path: Path, payload: Any, code: tuple[Any, ...]) -> None:
@@ -75,12 +80,24 @@ def write(path: Path, payload: Any, code: tuple[Any, ...]) -> None:
     atomic_write_bytes(path, marshal.dumps((code, payload)), mode=0o600)
 
 
+_LIMIT = 4 << 20  # a spec is a few kilobytes: what is bigger is not one
+
+
 def read(path: Path) -> Any:
-    """What `write` kept at `path`, when the code that wrote it is the code running; None
-    otherwise."""
+    """What `write` kept at `path`, when the code that wrote it is the code running and the
+    file is this user's own (`fsutil.open_own`); None otherwise."""
+    from cachedoctor.fsutil import open_own
+
     try:
-        code, payload = marshal.loads(path.read_bytes())
         current = stamp()
+        opened = open_own(path) if current is not None else None
+        if opened is None:
+            return None
+        with opened as file:
+            data = file.read(_LIMIT + 1)
+        if len(data) > _LIMIT:
+            return None
+        code, payload = marshal.loads(data)
     except Exception:  # missing, damaged, foreign, another format: not current, never a crash
         return None
     return payload if code == current else None

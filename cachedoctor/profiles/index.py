@@ -141,12 +141,14 @@ def read_names() -> dict[str, tuple[_FileKey, ToolNames | None]]:
 def _read(path: Path, stamp: tuple[Any, ...], part: int = 1) -> dict[str, Any]:
     """The entries of one part of the index at `path` (0: names, 1: outcomes), or none when it
     is missing, damaged, written by other code, or could have been written by another user (it
-    is a pickle: only a file this user owns and only this user can write is read)."""
+    is a pickle: only a file this user owns and only this user can write is read, `open_own`)."""
+    from cachedoctor.fsutil import open_own
+
     try:
-        with open(path, "rb") as file:
-            st = os.fstat(file.fileno())
-            if hasattr(os, "geteuid") and (st.st_uid != os.geteuid() or st.st_mode & 0o022):
-                return {}
+        opened = open_own(path)
+        if opened is None:
+            return {}
+        with opened as file:
             for _ in range(part):
                 pickle.load(file)
             saved_stamp, entries = pickle.load(file)
