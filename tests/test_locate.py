@@ -341,3 +341,44 @@ def test_system_files_are_read_below_the_system_root(tmp_path: Path,
     assert files.read_text("/etc/demo.conf") is not None
     assert files.glob("/etc/*.conf") == ["/etc/demo.conf"]
     assert paths(resolve(PIP_LIKE, World.of(LINUX, files))) == ["/srv/from-root"]
+
+
+def test_this_shells_own_places_are_skipped_only_when_they_are_the_same() -> None:
+    """`located` answers "no separate view for this shell" without resolving twice when no
+    variable it read differs between this process and new sessions: on every location of every
+    built-in profile, in worlds where the start-up files agree with the process, change a
+    variable it reads, or name it in another case (Windows), the answer is the one of
+    resolving both views."""
+    from cachedoctor.locate import effective
+    from cachedoctor.profiles.loader import load_profiles
+
+    def both(location: object, world: World) -> tuple[object, object]:
+        places = effective._places(location, world.new_session_host(), world, [],
+                                   persistent=True)
+        shell = effective._places(location, world.host, world, [], persistent=False)
+        return places, (shell if [p.path for p in shell] != [p.path for p in places] else None)
+
+    mac = Host("macos", {"HOME": "/Users/ann"}, "/Users/ann")
+    worlds = []
+    for host in (LINUX, WIN, mac):
+        home = host.home
+        cache = rf"{home}\AppData\Local\Other" if host.is_windows else f"{home}/other-cache"
+        same = {name: value for name, value in host.env.items()}
+        for persistent in ({}, same, {"XDG_CACHE_HOME": cache, "LOCALAPPDATA": cache},
+                           {"localappdata": cache, "HF_HOME": cache, "PIP_CACHE_DIR": cache,
+                            "npm_config_cache": cache, "OLLAMA_MODELS": cache}):
+            worlds.append(World.of(host, persistent=persistent))
+    shared = Host("linux", {**LINUX.env, "XDG_CACHE_HOME": "/home/ann/.cache"}, LINUX.home)
+    worlds.append(World.of(shared, persistent={"XDG_CACHE_HOME": "/home/ann/.cache"}))
+    skipped = differ = 0
+    for loaded in load_profiles([]).profiles.values():
+        for location in loaded.profile.locations:
+            for world in worlds:
+                found = effective.located(location, world, [])
+                assert found == both(location, world), (loaded.profile.id, location.id)
+                asked: set[str] = set()
+                effective._places(location, world.new_session_host(asked), world, [],
+                                  persistent=True)
+                skipped += world.same_in_this_process(asked)
+                differ += found[1] is not None
+    assert skipped > 1000 and differ > 50

@@ -202,7 +202,10 @@ def located(location: Location, world: World, problems: list[str]
             ) -> tuple[tuple[Place, ...], tuple[Place, ...] | None]:
     """The places of a location for new sessions, and this shell's own when they differ
     (the part of its picture that says whether the tool is here: `locate.present`)."""
-    places = _places(location, world.new_session_host(), world, problems, persistent=True)
+    asked: set[str] = set()
+    places = _places(location, world.new_session_host(asked), world, problems, persistent=True)
+    if world.same_in_this_process(asked):  # the usual case: no variable of it differs here
+        return places, None
     shell_places = _places(location, world.host, world, [], persistent=False)
     shell = shell_places if [p.path for p in shell_places] != [p.path for p in places] else None
     return places, shell

@@ -68,10 +68,25 @@ class World(msgspec.Struct, frozen=True):
             records=dict(records or {}),
         )
 
-    def new_session_host(self) -> Host:
+    def new_session_host(self, asked: set[str] | None = None) -> Host:
         """The host as a new shell, a cron job or a freshly started tool sees it: this process's
-        environment with what the start-up files (or the registry) set on top."""
-        return Host(self.host.os, _Layered(self.host, self.persistent), self.host.home)
+        environment with what the start-up files (or the registry) set on top. With `asked`,
+        every name looked up in it is added there ("" once it is listed whole)."""
+        return Host(self.host.os, _Layered(self.host, self.persistent, asked), self.host.home)
+
+    def same_in_this_process(self, asked: set[str]) -> bool:
+        """Whether this process's environment gives every name in `asked` (from
+        `new_session_host`) what the new sessions' gives: then whatever was read from the one
+        reads the same from the other."""
+        if "" in asked:
+            return False
+        env, getenv = self.host.env, self.host.getenv
+        for name in asked:
+            found = self.persistent(name)
+            value = getenv(name)
+            if (found is not None and found.value != value) or env.get(name) != value:
+                return False
+        return True
 
     def origin(self, name: str) -> tuple[str, bool]:
         """Where a variable of the new-session view comes from, and whether cachedoctor set it."""
@@ -98,10 +113,12 @@ class _Layered(_EnvView):
     """The process environment with the persistent values on top (names case-insensitive on
     Windows, as there)."""
 
-    def __init__(self, host: Host, persistent: Persistent) -> None:
-        self._host, self._persistent = host, persistent
+    def __init__(self, host: Host, persistent: Persistent, asked: set[str] | None = None) -> None:
+        self._host, self._persistent, self._asked = host, persistent, asked
 
     def get(self, key: str, default: Any = None) -> Any:
+        if self._asked is not None:
+            self._asked.add(key)
         found = self._persistent(key)
         if found is not None:
             return found.value
@@ -109,9 +126,13 @@ class _Layered(_EnvView):
         return default if value is None else value
 
     def __iter__(self) -> Iterator[str]:
+        if self._asked is not None:
+            self._asked.add("")
         return iter(self._host.env)
 
     def __len__(self) -> int:
+        if self._asked is not None:
+            self._asked.add("")
         return len(self._host.env)
 
 
