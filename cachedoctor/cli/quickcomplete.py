@@ -136,7 +136,7 @@ def _complete(spec: Spec, args: list[str], incomplete: str) -> list[str] | None:
     read = specs.read_line(spec, args)
     if read is None:
         return None
-    path, given, positional, cut = read
+    path, given, positional, cut = read.path, read.given, read.positional, read.cut
     options, arguments, subcommands, completers, _params = spec[path]
     # click: the option whose name is the last word waits for a value...
     waiting = options.get(args[-1]) if args and args[-1].startswith("-") else None

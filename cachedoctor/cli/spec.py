@@ -18,7 +18,7 @@ from __future__ import annotations
 import marshal
 import os
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 # One command of the spec: (options, arguments, subcommands, completers, params)
 #   options: option string -> (parameter name, takes a value, is one of the parameter's `opts`)
@@ -180,14 +180,20 @@ def _kind(param: Any) -> str:
     return ""
 
 
-class Line(NamedTuple):
-    """A command line as click reads it (`read_line`)."""
+class Line:
+    """A command line as click reads it (`read_line`); a plain class, as a named tuple's class
+    costs a millisecond to build at every start."""
 
-    path: str  # the command it names: "" for the root, "profiles list"
-    given: list[tuple[str, str, str | None, bool]]  # (command path, parameter, value or None
-    # for a flag, given by one of the parameter's `opts` rather than a `--no-` form), in order
-    positional: list[tuple[str, str]]  # (argument, word); argument "": past the arguments
-    cut: bool  # the last word is an option still waiting for its value
+    __slots__ = ("cut", "given", "path", "positional")
+
+    def __init__(self, path: str, given: list[tuple[str, str, str | None, bool]],
+                 positional: list[tuple[str, str]], cut: bool) -> None:
+        self.path = path  # the command it names: "" for the root, "profiles list"
+        # (command path, parameter, value or None for a flag, given by one of the parameter's
+        # `opts` rather than a `--no-` form), in order
+        self.given = given
+        self.positional = positional  # (argument, word); argument "": past the arguments
+        self.cut = cut  # the last word is an option still waiting for its value
 
 
 def read_line(spec: Spec, args: list[str]) -> Line | None:
