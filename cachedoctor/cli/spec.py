@@ -42,11 +42,18 @@ def stamp() -> tuple[Any, ...] | None:
     a change that lands meanwhile makes the spec stale, never a stale spec current. None when
     typer's file cannot be told (a zip, a custom importer): then no spec is kept or read."""
     import sys
-    from importlib.machinery import PathFinder
 
     from cachedoctor.profiles.index import code_stamp, file_key
 
-    found = PathFinder.find_spec("typer")
+    # the import system's own path finder, as it sits on sys.meta_path (importlib.machinery's
+    # import would cost a Tab a millisecond)
+    finder: Any = next((f for f in sys.meta_path if getattr(f, "__name__", "") == "PathFinder"),
+                       None)
+    if finder is None:
+        from importlib.machinery import PathFinder
+
+        finder = PathFinder
+    found = finder.find_spec("typer")
     if found is None or not found.origin:
         return None
     try:
