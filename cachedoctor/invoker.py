@@ -6,7 +6,8 @@ else needs root. Run as root, cachedoctor acts for root:
 
 * HOME is root's own: it goes on, and when sudo started it (SUDO_USER) it says that these are
   root's caches, not that user's, and how to reach theirs;
-* HOME is a folder another user owns (sudo with HOME kept, `su` without `-`): it refuses. Every
+* HOME, or a folder an XDG variable names for its state, config, cache or data (`sudo -E`), is
+  a folder another user owns (sudo with HOME kept, `su` without `-`): it refuses. Every
   file root made there (cachedoctor's state, journal, history, a moved cache's folders) would
   stay root's and break that user's next runs, and root would write through paths that user
   controls (a link in their home to /etc/environment is root's to follow). Acting *as* that
@@ -41,9 +42,25 @@ def user_name(uid: int) -> str:
         return f"uid {uid}"
 
 
+# where cachedoctor keeps its state and config, and finds caches, when they are set (XDG)
+XDG_FOLDERS = ("XDG_STATE_HOME", "XDG_CONFIG_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME")
+
+
+def _nearest_owner(path: str, owner: Owner) -> int | None:
+    """The owner of `path`, or of its nearest folder that exists (what would hold what root
+    made there)."""
+    while True:
+        uid = owner(path)
+        parent = os.path.dirname(path)
+        if uid is not None or parent == path:
+            return uid
+        path = parent
+
+
 def check(env: Mapping[str, str], euid: int, home: str, owner: Owner = owner_of) -> str | None:
-    """Refuse (UserInputError) a root run in another user's home; a note for a root run that
-    sudo started for someone (their caches are not these); None otherwise."""
+    """Refuse (UserInputError) a root run in another user's home, or with a folder of theirs
+    as its XDG state, config, cache or data folder; a note for a root run that sudo started
+    for someone (their caches are not these); None otherwise."""
     if euid != 0:
         return None
     uid = owner(home)
@@ -56,6 +73,15 @@ def check(env: Mapping[str, str], euid: int, home: str, owner: Owner = owner_of)
             f"cachedoctor is running as root with HOME={home}, the home folder of {name}: "
             "what root wrote there would stay root's and root would follow the links "
             f"{name} made; nothing was read or changed", hint=hint)
+    for variable in XDG_FOLDERS:  # `sudo -E`: root's HOME, the user's folders kept
+        folder = env.get(variable)
+        uid = _nearest_owner(folder, owner) if folder and folder.startswith("/") else None
+        if uid is not None and uid != 0:
+            name = user_name(uid)
+            raise UserInputError(
+                f"cachedoctor is running as root with {variable}={folder}, a folder of {name} "
+                "(sudo -E keeps it): what root wrote there would stay root's and root would "
+                f"follow the links {name} made; nothing was read or changed", hint=hint)
     sudo_user = env.get("SUDO_USER")
     if sudo_user and sudo_user != "root":
         return (f"running as root, for root's caches (HOME={home}), not {sudo_user}'s: "

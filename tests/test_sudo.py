@@ -37,6 +37,20 @@ def test_root_in_another_users_home_is_refused_and_a_sudo_run_for_root_says_whos
     assert invoker.check({}, 0, "/nonexistent", lambda _path: None) is None
 
 
+def test_root_with_a_users_xdg_folder_kept_is_refused() -> None:
+    """`sudo -E`: root's own HOME, but the user's XDG folders (which hold cachedoctor's state
+    and the caches it moves): refused as the user's home is, checked on the nearest folder
+    that exists."""
+    owners = {"/root": 0, "/": 0, "/home": 0, "/home/ann": UID, "/tmp": 0}
+    owner = owners.get
+    for variable in invoker.XDG_FOLDERS:
+        with pytest.raises(UserInputError, match=rf"{variable}=/home/ann/.local/x, a folder of uid 4242"):
+            invoker.check({variable: "/home/ann/.local/x"}, 0, "/root", owner)
+        assert invoker.check({variable: "/tmp/root-state"}, 0, "/root", owner) is None
+        assert invoker.check({variable: "relative"}, 0, "/root", owner) is None
+        assert invoker.check({variable: "/home/ann/x"}, 1000, "/home/ann", owner) is None
+
+
 def run(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "cachedoctor", *args], capture_output=True,
                           text=True, env=env, timeout=300)
@@ -82,3 +96,15 @@ def test_sudo_with_roots_home_goes_on_and_says_whose_caches_these_are(isolated_h
     said = "running as root, for root's caches"
     assert said in done.stderr
     assert any(said in w for w in envelope_of(done.stdout)["warnings"])
+
+
+@pytest.mark.skipif(not IS_ROOT, reason="runs cachedoctor as root with another user's folder")
+def test_sudo_keeping_the_users_state_folder_writes_nothing_there(tmp_path: Path) -> None:
+    theirs = tmp_path / "ann"
+    theirs.mkdir()
+    os.chown(theirs, UID, UID)
+    env = {**os.environ, "SUDO_USER": "ann", "XDG_STATE_HOME": str(theirs / ".local" / "state")}
+    done = run(env, "scan", "--json")
+    assert done.returncode == 2, done.stderr
+    assert f"XDG_STATE_HOME={theirs}/.local/state, a folder of" in done.stderr
+    assert list(theirs.iterdir()) == []
