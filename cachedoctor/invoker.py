@@ -63,25 +63,23 @@ def check(env: Mapping[str, str], euid: int, home: str, owner: Owner = owner_of)
     for someone (their caches are not these); None otherwise."""
     if euid != 0:
         return None
-    uid = owner(home)
     hint = ("run cachedoctor as yourself, without sudo (it runs sudo itself for the one policy "
             "file it writes, and shows the command first); or, for root's own caches, with "
             "root's home: `sudo -H cachedoctor ...`")
-    if uid is not None and uid != 0:
-        name = user_name(uid)
-        raise UserInputError(
-            f"cachedoctor is running as root with HOME={home}, the home folder of {name}: "
-            "what root wrote there would stay root's and root would follow the links "
-            f"{name} made; nothing was read or changed", hint=hint)
-    for variable in XDG_FOLDERS:  # `sudo -E`: root's HOME, the user's folders kept
-        folder = env.get(variable)
-        uid = _nearest_owner(folder, owner) if folder and folder.startswith("/") else None
+    # HOME (sudo keeping it, `su` without `-`), then the XDG folders (`sudo -E`: root's HOME,
+    # the user's folders kept), each by the owner of what holds it
+    places = [(f"HOME={home}", "the home folder of", owner(home))]
+    places += [(f"{variable}={folder}", "(sudo -E keeps it) a folder of",
+                _nearest_owner(folder, owner))
+               for variable in XDG_FOLDERS
+               if (folder := env.get(variable, "")).startswith("/")]
+    for setting, whose, uid in places:
         if uid is not None and uid != 0:
             name = user_name(uid)
             raise UserInputError(
-                f"cachedoctor is running as root with {variable}={folder}, a folder of {name} "
-                "(sudo -E keeps it): what root wrote there would stay root's and root would "
-                f"follow the links {name} made; nothing was read or changed", hint=hint)
+                f"cachedoctor is running as root with {setting}, {whose} {name}: what root "
+                f"wrote there would stay root's and root would follow the links {name} made; "
+                "nothing was read or changed", hint=hint)
     sudo_user = env.get("SUDO_USER")
     if sudo_user and sudo_user != "root":
         return (f"running as root, for root's caches (HOME={home}), not {sudo_user}'s: "

@@ -44,7 +44,7 @@ def test_root_with_a_users_xdg_folder_kept_is_refused() -> None:
     owners = {"/root": 0, "/": 0, "/home": 0, "/home/ann": UID, "/tmp": 0}
     owner = owners.get
     for variable in invoker.XDG_FOLDERS:
-        with pytest.raises(UserInputError, match=rf"{variable}=/home/ann/.local/x, a folder of uid 4242"):
+        with pytest.raises(UserInputError, match=rf"{variable}=/home/ann/.local/x, \(sudo -E keeps it\) a folder of uid 4242"):
             invoker.check({variable: "/home/ann/.local/x"}, 0, "/root", owner)
         assert invoker.check({variable: "/tmp/root-state"}, 0, "/root", owner) is None
         assert invoker.check({variable: "relative"}, 0, "/root", owner) is None
@@ -106,5 +106,5 @@ def test_sudo_keeping_the_users_state_folder_writes_nothing_there(tmp_path: Path
     env = {**os.environ, "SUDO_USER": "ann", "XDG_STATE_HOME": str(theirs / ".local" / "state")}
     done = run(env, "scan", "--json")
     assert done.returncode == 2, done.stderr
-    assert f"XDG_STATE_HOME={theirs}/.local/state, a folder of" in done.stderr
+    assert f"XDG_STATE_HOME={theirs}/.local/state, (sudo -E keeps it) a folder of" in done.stderr
     assert list(theirs.iterdir()) == []
