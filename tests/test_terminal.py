@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -167,31 +168,82 @@ def test_scan_in_a_real_80_column_terminal(long_home: Path, tmp_path: Path) -> N
     assert screen.index("huggingface") < screen.index("pip")
 
 
+ALPHABET = ["a", "Z", "/", "-", " ", "é", "漢", "█", "·", "\n", "~", "\x1b", "\t", "\u2028",
+            "\u0301", "\u200b"]
+
+
+def random_table(rng: random.Random, alphabet: list[str] = ALPHABET
+                 ) -> tuple[list[Column], list[list[str] | None]]:
+    """Columns of every kind and rows of cells holding wide, combining, zero-width and control
+    characters, newlines, tabs and line separators (of `alphabet`), with sections between."""
+    kinds = ["text", "number", "path", "prose", "bar"]
+    columns = [Column(rng.choice(["id", "size", "", "a long header", "漢字"]), rng.choice(kinds),  # type: ignore[arg-type]
+                      rng.choice([0, 0, 1, 2])) for _ in range(rng.randint(1, 5))]
+    rows: list[list[str] | None] = []
+    for _ in range(rng.randint(0, 6)):
+        rows.append(None if rng.random() < 0.15 else
+                    ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
+                     for _ in columns])
+    return columns, rows
+
+
 def test_a_pipe_gets_exactly_what_rich_prints_there(monkeypatch: pytest.MonkeyPatch,
                                                      capsys: pytest.CaptureFixture[str]) -> None:
     """print_table(None, ...) into a pipe writes the table itself (no rich console, no rich
     table); rich, printing the same table through stdout_console's pipe stream, is the oracle."""
-    import random
-
     from cachedoctor.cli.common import TrimmedLines, _console
 
     monkeypatch.delenv("COLUMNS", raising=False)
     for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE"):
         monkeypatch.delenv(name, raising=False)
     rng = random.Random(14)
-    alphabet = ["a", "Z", "/", "-", " ", "é", "漢", "█", "·", "\n", "~", "\x1b", "\t", "\u2028", "\u0301", "\u200b"]
-    kinds = ["text", "number", "path", "prose", "bar"]
     for _ in range(300):
-        columns = [Column(rng.choice(["id", "size", "", "a long header", "漢字"]), rng.choice(kinds),  # type: ignore[arg-type]
-                          rng.choice([0, 0, 1, 2])) for _ in range(rng.randint(1, 5))]
-        rows: list[list[str] | None] = []
-        for _ in range(rng.randint(0, 6)):
-            rows.append(None if rng.random() < 0.15 else
-                        ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 12)))
-                         for _ in columns])
+        columns, rows = random_table(rng)
         oracle = io.StringIO()
         print_table(_console(highlight=False, soft_wrap=False, width=4096,
                              file=TrimmedLines(oracle)), columns, rows)
         capsys.readouterr()
         print_table(None, columns, rows)
         assert capsys.readouterr().out == oracle.getvalue(), (columns, rows)
+
+
+def test_a_table_at_its_natural_widths_is_what_rich_prints(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table that fits the console unfolded is laid out by print_table itself (rich's table
+    takes about 50 µs a cell); rich's own table, on the same console, is the oracle, byte for
+    byte: at a colour terminal (the header's style), without colour, and into a pipe stream."""
+    from cachedoctor.cli import render
+    from cachedoctor.cli.common import TrimmedLines, _console
+
+    def rich_only(console: Console, columns: list[Column], shown: list[int],
+                  rows: list[list[str] | None], natural: list[int]) -> None:
+        render._print_rich_table(console, columns, shown, rows, fold_text=False)
+
+    laid_out = 0
+    real = render._print_natural
+
+    def counted(*args: object) -> None:
+        nonlocal laid_out
+        laid_out += 1
+        real(*args)  # type: ignore[arg-type]
+
+    rng = random.Random(15)
+    for _ in range(400):
+        columns, rows = random_table(rng, ALPHABET if rng.random() < 0.3 else
+                                     [c for c in ALPHABET if c not in "\t\u2028"])
+        width = rng.randint(12, 100)
+        for kind in ("colour", "plain", "pipe"):
+            out = {}
+            for name, natural in (("mine", counted), ("rich", rich_only)):
+                stream = io.StringIO()
+                options = dict(highlight=False, soft_wrap=False, width=width)
+                console = (_console(**options, file=stream, force_terminal=True,
+                                    color_system="truecolor") if kind == "colour" else
+                           _console(**options, file=stream, force_terminal=True,
+                                    color_system=None) if kind == "plain" else
+                           _console(**options, file=TrimmedLines(stream)))
+                monkeypatch.setattr(render, "_print_natural", natural)
+                print_table(console, columns, rows)
+                out[name] = stream.getvalue()
+            assert out["mine"] == out["rich"], (kind, width, columns, rows)
+    assert laid_out > 600  # most of the tables fit unfolded: the oracle compared them
