@@ -7,7 +7,8 @@ tenth repo), three files per revision sharing a config blob, ages spread over 10
 round copies a fresh hub (`cp -a`, times kept) for each deleting command, then times, in
 alternating order:
 
-* listing: `cachedoctor ls huggingface --json`, `hf cache ls --revisions --json`, `du -s`;
+* listing: `cachedoctor ls huggingface --json`, its table at a 160-column (pseudo) terminal,
+  `hf cache ls --revisions --json`, `du -s`;
 * 100 named repos: `cachedoctor clean huggingface --unit ID ... --yes` vs `hf cache rm ID ... -y`;
 * half the hub by size: `cachedoctor clean huggingface --max-size HALF --yes` (whole repos,
   least recently used first: ~1,000 of them) vs `hf cache rm` of the same repos and
@@ -36,7 +37,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
-from common import cachedoctor_argv, machine, result_of  # noqa: E402
+from common import cachedoctor_argv, machine, result_of, time_at_terminal  # noqa: E402
 
 DAY = 86400.0
 
@@ -162,6 +163,17 @@ def main() -> int:
                     raise SystemExit("ls of the other install gave another result")
                 if rnd:
                     add("ls: cachedoctor ls --json [against]", t_other)
+            t_table, shown = time_at_terminal([*cd, *listing[:-1]], env=env)
+            if units and units[0]["id"] not in shown:
+                raise SystemExit("ls at a terminal did not show the units")
+            if other is not None:
+                t_other_table, _ = time_at_terminal(
+                    [*other, *listing[:-1]],
+                    env={**env, "XDG_STATE_HOME": str(home / ".state-against")})
+                if rnd:
+                    add("ls: cachedoctor ls, table at a terminal [against]", t_other_table)
+            if rnd:
+                add("ls: cachedoctor ls, table at a terminal", t_table)
             t_hf, out = timed([hf, "cache", "ls", "--revisions", "--json", "--cache-dir",
                                str(hub)], env)
             t_du, _ = timed(["du", "-s", str(hub)], env)
@@ -210,15 +222,15 @@ def main() -> int:
                 add("ls: cachedoctor ls --json", t_ls)
                 add("ls: hf cache ls --revisions --json", t_hf)
                 add("ls: du -s", t_du)
-        report = {"machine": machine(base), "facts": facts,
-                  "median_seconds": {k: round(statistics.median(v), 3) for k, v in samples.items()},
+        medians = {k: round(statistics.median(v), 3) for k, v in samples.items()}
+        report = {"machine": machine(base), "facts": facts, "median_seconds": medians,
                   "samples": {k: [round(x, 3) for x in v] for k, v in samples.items()}}
         if args.json:
             print(json.dumps(report, indent=2))
         else:
             print(json.dumps(facts, indent=2))
-            for name, value in report["median_seconds"].items():  # type: ignore[union-attr]
-                print(f"{name:45} {value:8.3f} s")
+            for name, value in medians.items():
+                print(f"{name:52} {value:8.3f} s")
         return 0
     finally:
         shutil.rmtree(base, ignore_errors=True)

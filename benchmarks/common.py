@@ -7,7 +7,7 @@ Small on purpose:
   marker file records the spec, and a later call with the same spec reuses the tree.
 - `measure_command(argv)` / `time_command(argv)` / `paired_medians(commands, runs)`: wall-clock
   (and CPU) timing of real commands, interleaved (A, B, A, B, ...) so both see the same cache and
-  machine state, median of N.
+  machine state, median of N; `time_at_terminal(argv)`: one run with stdout on a pseudo terminal.
 - `bench_env()`: the environment commands run with (bytecode caching allowed, as in a real
   install; `measure_command` uses it unless given `env`).
 - `machine()`: nproc, load average, CPU model, kernel, Python, and the filesystem type of a
@@ -153,6 +153,48 @@ def measure_command(argv: Sequence[str], *,
         raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return elapsed, cpu
+
+
+def time_at_terminal(argv: Sequence[str], *, env: dict[str, str] | None = None,
+                     columns: int = 160, lines: int = 50) -> tuple[float, str]:
+    """(wall seconds, what it printed) for one run of `argv` with its stdout on a pseudo
+    terminal `columns` wide, as a user at a terminal runs it (rich styles and lays out for a
+    terminal; a pipe gets plain text). The output is read as it comes, so the command never
+    waits on a full terminal; it must exit 0 or 1."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+    import threading
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", lines, columns, 0, 0))
+    chunks: list[bytes] = []
+
+    def drain() -> None:
+        while True:
+            try:
+                chunk = os.read(leader, 1 << 16)
+            except OSError:  # EIO: every writer of the terminal has closed it
+                return
+            if not chunk:
+                return
+            chunks.append(chunk)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    started = time.perf_counter()
+    try:
+        proc = subprocess.run(list(argv), stdout=follower, stderr=subprocess.DEVNULL,
+                              stdin=subprocess.DEVNULL, env=bench_env() if env is None else env)
+        elapsed = time.perf_counter() - started
+    finally:
+        os.close(follower)
+        reader.join()
+        os.close(leader)
+    if proc.returncode not in (0, 1):
+        raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}")
+    return elapsed, b"".join(chunks).decode("utf-8", "replace")
 
 
 def time_command(argv: Sequence[str], *, env: dict[str, str] | None = None) -> float:
