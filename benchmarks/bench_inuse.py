@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 HELPER = r"""
@@ -102,7 +103,7 @@ def main() -> int:
                 got += chunk.count(b".")
             many = [cache] + [Path(tmp, f"other{i}") for i in range(49)]
             total = len([p for p in os.listdir("/proc") if p.isdigit()])
-            cases = {
+            cases: dict[str, Callable[[], object]] = {
                 "find_uses, 1 folder (/proc)": lambda: find_uses([cache], source=proc_source()),
                 "find_uses, 50 folders (/proc)": lambda: find_uses(many, source=proc_source()),
                 "find_uses, 1 folder (psutil)": lambda: find_uses([cache], source=psutil_source()),

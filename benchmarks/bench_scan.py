@@ -37,9 +37,10 @@ from common import (
     build_tree,
     busy_core,
     cachedoctor_argv,
+    figures_against,
     machine,
-    median,
     paired_medians,
+    print_figures,
     result_of,
 )
 
@@ -91,10 +92,7 @@ def main() -> int:
     cpu: dict[str, list[float]] = {}
     with busy_core(args.busy_core):
         samples = paired_medians(commands, runs=args.runs, cpu=cpu)
-    base = median(samples["du -s"])
-    figures = {name: {"median_s": round(median(s), 4), "ratio_to_du": round(median(s) / base, 3),
-                      "min_s": round(min(s), 4), "cpu_median_s": round(median(cpu[name]), 4),
-                      "samples_s": [round(x, 4) for x in s]} for name, s in samples.items()}
+    figures = figures_against(samples, cpu)
     report = {
         "machine": machine(tree), "tree": str(tree), "files": spec.files, "dirs": spec.dirs,
         "du_inodes": expected[2], "exact": exact, "du": expected, "scan": got,
@@ -108,11 +106,7 @@ def main() -> int:
         print(f"one core busy: {args.busy_core}")
         print(f"tree: {tree} ({expected[2]:,} entries, {expected[0]:,} bytes allocated)")
         print(f"exact: {exact}  du={expected}  scan={got}")
-        print(f"{'command':34} {'median':>8} {'vs du -s':>9} {'min':>7} {'cpu':>7}   samples")
-        for name, fig in figures.items():
-            print(f"{name:34} {fig['median_s']:8.3f} {fig['ratio_to_du']:8.2f}x "
-                  f"{fig['min_s']:7.3f} {fig['cpu_median_s']:7.3f}   "
-                  + " ".join(f"{x:.3f}" for x in fig["samples_s"]))
+        print_figures(figures, 34)
     return 0 if exact else 1
 
 

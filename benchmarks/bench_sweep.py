@@ -39,9 +39,10 @@ from common import (
     MARKER,
     bench_env,
     cachedoctor_argv,
+    figures_against,
     machine,
-    median,
     paired_medians,
+    print_figures,
     result_of,
 )
 
@@ -263,10 +264,7 @@ def main() -> int:
     }
     cpu: dict[str, list[float]] = {}
     samples = paired_medians(commands, runs=args.runs, cpu=cpu)
-    base = median(samples["du -s"])
-    figures = {name: {"median_s": round(median(s), 4), "ratio_to_du": round(median(s) / base, 3),
-                      "min_s": round(min(s), 4), "cpu_median_s": round(median(cpu[name]), 4),
-                      "samples_s": [round(x, 4) for x in s]} for name, s in samples.items()}
+    figures = figures_against(samples, cpu)
     report = {
         "machine": machine(tree), "tree": str(tree), "projects": spec.projects,
         "files": spec.files, "du_inodes": inodes, "outputs": len(expected), "exact": exact,
@@ -280,11 +278,7 @@ def main() -> int:
         print(f"tree: {tree} ({inodes:,} entries, {len(expected)} outputs in "
               f"{spec.projects} projects)")
         print(f"exact: {exact}" + "".join(f"\n  {p}" for p in problems[:10]))
-        print(f"{'command':38} {'median':>8} {'vs du -s':>9} {'min':>7} {'cpu':>7}   samples")
-        for name, fig in figures.items():
-            print(f"{name:38} {fig['median_s']:8.3f} {fig['ratio_to_du']:8.2f}x "
-                  f"{fig['min_s']:7.3f} {fig['cpu_median_s']:7.3f}   "
-                  + " ".join(f"{x:.3f}" for x in fig["samples_s"]))
+        print_figures(figures, 38)
     return 0 if exact else 1
 
 

@@ -29,10 +29,10 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 HERE = Path(__file__).resolve().parent
 DEFAULT_DATA = HERE / ".data"  # git-ignored
@@ -138,19 +138,23 @@ def bench_env() -> dict[str, str]:
     return env
 
 
-def measure_command(argv: Sequence[str], *,
-                    env: dict[str, str] | None = None) -> tuple[float, float]:
+def measure_command(argv: Sequence[str], *, env: dict[str, str] | None = None,
+                    terminal: bool = False) -> tuple[float, float]:
     """(wall seconds, CPU seconds user+system of the command and its children) for one run of
-    `argv` (output discarded; must exit 0 or 1). CPU time is less sensitive than wall time to
-    other load on the machine."""
+    `argv` (output discarded; must exit 0 or 1; `terminal`: stdout on a pseudo terminal, see
+    `time_at_terminal`). CPU time is less sensitive than wall time to other load on the
+    machine."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    proc = subprocess.run(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                          env=bench_env() if env is None else env)
-    elapsed = time.perf_counter() - started
+    if terminal:
+        elapsed = time_at_terminal(argv, env=env)[0]
+    else:
+        started = time.perf_counter()
+        proc = subprocess.run(list(argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              env=bench_env() if env is None else env)
+        elapsed = time.perf_counter() - started
+        if proc.returncode not in (0, 1):
+            raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}")
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    if proc.returncode not in (0, 1):
-        raise RuntimeError(f"{' '.join(argv)} exited {proc.returncode}")
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
     return elapsed, cpu
 
@@ -202,25 +206,55 @@ def time_command(argv: Sequence[str], *, env: dict[str, str] | None = None) -> f
     return measure_command(argv, env=env)[0]
 
 
-def paired_medians(commands: dict[str, Sequence[str]], runs: int = 5, *, warmup: int = 1,
+def paired_medians(commands: Mapping[str, Sequence[str]], runs: int = 5, *, warmup: int = 1,
                    env: dict[str, str] | None = None,
                    cpu: dict[str, list[float]] | None = None,
-                   envs: dict[str, dict[str, str]] | None = None) -> dict[str, list[float]]:
+                   envs: dict[str, dict[str, str]] | None = None,
+                   terminal: bool = False) -> dict[str, list[float]]:
     """Time every command `runs` times, interleaved; returns all wall-clock samples per name
     (use `median`). `warmup` untimed rounds first, so caches are warm. Pass a dict as `cpu` to
-    also collect the CPU-time samples; `envs` gives some commands an environment of their own."""
+    also collect the CPU-time samples; `envs` gives some commands an environment of their own;
+    `terminal`: each with its stdout on a pseudo terminal."""
     envs = envs or {}
     for _ in range(warmup):
         for name, argv in commands.items():
-            measure_command(argv, env=envs.get(name, env))
+            measure_command(argv, env=envs.get(name, env), terminal=terminal)
     samples: dict[str, list[float]] = {name: [] for name in commands}
     for _ in range(runs):
         for name, argv in commands.items():
-            wall, used = measure_command(argv, env=envs.get(name, env))
+            wall, used = measure_command(argv, env=envs.get(name, env), terminal=terminal)
             samples[name].append(wall)
             if cpu is not None:
                 cpu.setdefault(name, []).append(used)
     return samples
+
+
+class Figure(TypedDict):
+    """One command's timings against a baseline command (`figures_against`)."""
+
+    median_s: float
+    ratio_to_du: float
+    min_s: float
+    cpu_median_s: float
+    samples_s: list[float]
+
+
+def figures_against(samples: dict[str, list[float]], cpu: dict[str, list[float]],
+                    base: str = "du -s") -> dict[str, Figure]:
+    """Median, ratio to the median of `base`, minimum, median CPU and the samples of every
+    command timed by `paired_medians`."""
+    du = median(samples[base])
+    return {name: Figure(median_s=round(median(s), 4), ratio_to_du=round(median(s) / du, 3),
+                         min_s=round(min(s), 4), cpu_median_s=round(median(cpu[name]), 4),
+                         samples_s=[round(x, 4) for x in s]) for name, s in samples.items()}
+
+
+def print_figures(figures: dict[str, Figure], width: int) -> None:
+    print(f"{'command':{width}} {'median':>8} {'vs du -s':>9} {'min':>7} {'cpu':>7}   samples")
+    for name, fig in figures.items():
+        print(f"{name:{width}} {fig['median_s']:8.3f} {fig['ratio_to_du']:8.2f}x "
+              f"{fig['min_s']:7.3f} {fig['cpu_median_s']:7.3f}   "
+              + " ".join(f"{x:.3f}" for x in fig["samples_s"]))
 
 
 @contextlib.contextmanager
