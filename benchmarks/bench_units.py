@@ -7,8 +7,8 @@ tenth repo), three files per revision sharing a config blob, ages spread over 10
 round copies a fresh hub (`cp -a`, times kept) for each deleting command, then times, in
 alternating order:
 
-* listing: `cachedoctor ls huggingface --json`, its table at a 160-column (pseudo) terminal,
-  `hf cache ls --revisions --json`, `du -s`;
+* listing: `cachedoctor ls huggingface --json`, its table at a 160- and an 80-column (pseudo)
+  terminal, `hf cache ls --revisions --json`, `du -s`;
 * 100 named repos: `cachedoctor clean huggingface --unit ID ... --yes` vs `hf cache rm ID ... -y`;
 * half the hub by size: `cachedoctor clean huggingface --max-size HALF --yes` (whole repos,
   least recently used first: ~1,000 of them) vs `hf cache rm` of the same repos and
@@ -163,17 +163,19 @@ def main() -> int:
                     raise SystemExit("ls of the other install gave another result")
                 if rnd:
                     add("ls: cachedoctor ls --json [against]", t_other)
-            t_table, shown = time_at_terminal([*cd, *listing[:-1]], env=env)
-            if units and units[0]["id"] not in shown:
-                raise SystemExit("ls at a terminal did not show the units")
-            if other is not None:
-                t_other_table, _ = time_at_terminal(
-                    [*other, *listing[:-1]],
-                    env={**env, "XDG_STATE_HOME": str(home / ".state-against")})
+            for columns in (160, 80):  # 80: the ids fold
+                name = f"ls: cachedoctor ls, table at a {columns}-column terminal"
+                t_table, shown = time_at_terminal([*cd, *listing[:-1]], env=env, columns=columns)
+                if units and units[-1]["id"][:12] not in shown:
+                    raise SystemExit("ls at a terminal did not show the units")
+                if other is not None:
+                    t_other_table, _ = time_at_terminal(
+                        [*other, *listing[:-1]], columns=columns,
+                        env={**env, "XDG_STATE_HOME": str(home / ".state-against")})
+                    if rnd:
+                        add(f"{name} [against]", t_other_table)
                 if rnd:
-                    add("ls: cachedoctor ls, table at a terminal [against]", t_other_table)
-            if rnd:
-                add("ls: cachedoctor ls, table at a terminal", t_table)
+                    add(name, t_table)
             t_hf, out = timed([hf, "cache", "ls", "--revisions", "--json", "--cache-dir",
                                str(hub)], env)
             t_du, _ = timed(["du", "-s", str(hub)], env)

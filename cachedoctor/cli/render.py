@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Literal
 
 import msgspec
@@ -111,8 +111,8 @@ def print_table(console: Console | None, columns: Sequence[Column], rows: Sequen
     if console is None and _plain_pipe(cleaned) and sum(natural) + GAP * len(natural) <= PIPE_WIDTH:
         import sys
 
-        sys.stdout.write("".join(line.rstrip(" ") + "\n"
-                                 for line in _lines(columns, shown, cleaned, natural, header=True)))
+        out = _lines(columns, shown, cleaned, natural, header=True)
+        sys.stdout.write("".join(line.rstrip(" ") + "\n" for line in out))
         return
     console = console or stdout_console()
 
@@ -130,13 +130,14 @@ def print_table(console: Console | None, columns: Sequence[Column], rows: Sequen
 
     while not fits(None) and any(columns[i].drop for i in shown):
         shown.remove(max((i for i in shown if columns[i].drop), key=lambda i: columns[i].drop))
-    if fits(None) and sum(natural[i] for i in shown) + GAP * (len(shown) - 1) <= console.width \
-            and not _breaks(cleaned):
-        _print_natural(console, columns, shown, cleaned, natural)
-    elif fits(None):
-        _print_rich_table(console, columns, shown, cleaned, fold_text=False)
-    elif fits(TEXT_FLOOR):
-        _print_rich_table(console, columns, shown, cleaned, fold_text=True)
+    if fits(None) or fits(TEXT_FLOOR):
+        fold_text = not fits(None)
+        widths = None if _breaks(cleaned) else _rich_widths(columns, shown, natural,
+                                                             console.width, fold_text=fold_text)
+        if widths is None:
+            _print_rich_table(console, columns, shown, cleaned, fold_text=fold_text)
+        else:
+            _print_laid_out(console, columns, shown, cleaned, widths, fold_text=fold_text)
     else:
         _print_records(console, columns, shown, cleaned)
 
@@ -191,45 +192,105 @@ _RICH_STYLING = ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
 _RICH_BREAKS = re.compile("[\t\u2028\u2029]")
 
 
+def _folds(column: Column, fold_text: bool) -> bool:
+    """The column's cells wrap (paths and prose always, ids only when the table is short of
+    room); the rest are never wrapped."""
+    return column.kind in ("path", "prose") or (column.kind == "text" and fold_text)
+
+
+def _rich_widths(columns: Sequence[Column], shown: list[int], natural: list[int], width: int,
+                 *, fold_text: bool) -> list[int] | None:
+    """The width rich's table gives each shown column's cells, for a console `width` wide, or
+    None where rich would also narrow a column that never wraps (then rich lays the table
+    out). rich 13-15's `Table._calculate_column_widths` and `_collapse_widths` (rich/table.py)
+    for a table without expand, minimum or maximum widths: the natural width plus padding
+    (GAP, half of it at either edge), at most `width`; while too wide, the widest wrapping
+    columns narrow together towards the next widest (`rich._ratio.ratio_reduce`)."""
+    if not shown:
+        return None  # every column dropped: rich's empty table
+    last = len(shown) - 1
+    pads = [(GAP // 2 if k > 0 else 0) + (GAP - GAP // 2 if k < last else 0)
+            for k in range(len(shown))]
+    sizes = [min(natural[i] + pad, width) or 1 for i, pad in zip(shown, pads, strict=True)]
+    wraps = [_folds(columns[i], fold_text) for i in shown]
+    excess = sum(sizes) - width
+    while any(wraps) and sum(sizes) > 0 and excess > 0:
+        widest = max(size for size, can in zip(sizes, wraps, strict=True) if can)
+        second = max(size if can and size != widest else 0
+                     for size, can in zip(sizes, wraps, strict=True))
+        ratios = [int(size == widest and can) for size, can in zip(sizes, wraps, strict=True)]
+        if not any(ratios) or widest == second:
+            break
+        step, left, share = min(excess, widest - second), excess, sum(ratios)
+        for k, ratio in enumerate(ratios):  # ratio_reduce: each widest one its share, rounded
+            if ratio and share > 0:
+                cut = min(step, round(ratio * left / share))
+                sizes[k] -= cut
+                left -= cut
+                share -= ratio
+        excess = sum(sizes) - width
+    cells = [size - pad for size, pad in zip(sizes, pads, strict=True)]
+    if excess > 0 or any(cell < 1 for cell in cells):
+        return None  # rich's last resort, squeezing every column, or a column with no room
+    if any(not can and cell < natural[i] for i, can, cell in zip(shown, wraps, cells, strict=True)):
+        return None
+    return cells
+
+
 def _lines(columns: Sequence[Column], shown: list[int], rows: list[list[str] | None],
-           natural: list[int], *, header: bool) -> list[str]:
-    """The lines rich prints for the `shown` columns of a table whose every column has its
-    natural width: the header when asked, then every row, cells padded to their column's width
-    (numbers to the right), GAP spaces between, a multi-line cell going on in the next lines,
-    sections invisible (no box), each line padded to the table's width."""
+           widths: list[int], *, header: bool,
+           wrap: Callable[[str, int], list[str]] | None = None) -> list[str]:
+    """The lines rich prints for the `shown` columns of a table: the header when asked, then
+    every row, cells padded to their column's width (`widths`, one per column, numbers to the
+    right), GAP spaces between, a multi-line cell going on in the next lines, sections
+    invisible (no box), each line padded to the table's width. A cell wider than its column
+    is given to `wrap` (with the width), whose lines are taken as they are."""
     out: list[str] = []
     for row in [[c.header for c in columns]] * header + rows:
         if row is None:
             continue
-        cells = [row[i].split("\n") for i in shown]  # as rich splits a cell (a final newline too)
+        cells = []
+        for i in shown:
+            lines = row[i].split("\n")  # as rich splits a cell (a final newline too)
+            if wrap is not None and any(cell_width(line) > widths[i] for line in lines):
+                lines = wrap(row[i], widths[i])
+            cells.append(lines)
         for k in range(max(len(lines) for lines in cells)):
             parts = []
             for i, lines in zip(shown, cells, strict=True):
                 text = lines[k] if k < len(lines) else ""
                 if columns[i].kind == "number":  # right-justified: rich strips the line first
                     text = text.strip(" ")
-                    parts.append(" " * (natural[i] - cell_width(text)) + text)
+                    parts.append(" " * (widths[i] - cell_width(text)) + text)
                 else:
-                    parts.append(text + " " * (natural[i] - cell_width(text)))
+                    parts.append(text + " " * (widths[i] - cell_width(text)))
             out.append((" " * GAP).join(parts))
     return out
 
 
-def _print_natural(console: Console, columns: Sequence[Column], shown: list[int],
-                   rows: list[list[str] | None], natural: list[int]) -> None:
-    """A table that fits at its natural widths, as rich prints it (the header in its style),
-    laid out here: rich's table costs about 50 µs a cell (a second for a 2,000-unit `ls`)."""
+def _print_laid_out(console: Console, columns: Sequence[Column], shown: list[int],
+                    rows: list[list[str] | None], cells: list[int], *, fold_text: bool) -> None:
+    """The table as rich prints it with column widths `cells` (`_rich_widths`), laid out here:
+    rich's table costs about 50 µs a cell (a second for a 2,000-unit `ls`). rich prints the
+    header (in its style) and wraps the cells wider than their column; every other cell is
+    padded here."""
     from rich.table import Table
     from rich.text import Text
 
-    if len(shown) == 1:  # rich makes a lone column, which has no padding, at least one wide
-        natural = [max(width, 1) for width in natural]
     head = Table(box=None, header_style="bold", pad_edge=False, show_edge=False)
-    for i in shown:
+    widths = [0] * len(columns)
+    for i, cell in zip(shown, cells, strict=True):
+        widths[i] = cell
         head.add_column(columns[i].header, justify="right" if columns[i].kind == "number"
-                        else "left", width=natural[i], no_wrap=True)
+                        else "left", width=cell, no_wrap=not _folds(columns[i], fold_text),
+                        overflow="fold")
     console.print(head)
-    body = _lines(columns, shown, rows, natural, header=False)
+
+    def wrap(text: str, width: int) -> list[str]:  # only wrapping columns are ever too narrow
+        return [line.plain for line in Text(text).wrap(console, width, justify="left",
+                                                        overflow="fold")]
+
+    body = _lines(columns, shown, rows, widths, header=False, wrap=wrap)
     if body:
         console.print(Text("\n".join(body)), soft_wrap=True)
 
