@@ -127,6 +127,45 @@ def test_unclaimed_folders_are_listed(profiles_dir: Path, isolated_home: Path) -
     assert only["unclaimed"] == []
 
 
+def test_progress_is_drawn_on_stderr_never_into_the_report(isolated_home: Path,
+                                                           tmp_path: Path) -> None:
+    """`cachedoctor scan --path X > report.txt` at a terminal: the spinner is drawn on stderr
+    (a real pseudo terminal), then erased; the report holds exactly what a pipe gets. (The
+    progress shows after SHOW_AFTER: 0 here, so a small tree is enough.)"""
+    import pty
+    import select
+    import sys
+
+    tree = tmp_path / "tree"
+    make_tree(tree, 30)
+    report = tmp_path / "report.txt"
+    start = ("import sys; from cachedoctor.cli import main, progress; progress.SHOW_AFTER = 0; "
+             "sys.argv[0] = 'cachedoctor'; main()")
+    leader, follower = pty.openpty()
+    with report.open("w") as out:
+        proc = subprocess.Popen([sys.executable, "-c", start, "scan", "--path", str(tree)],
+                                stdout=out, stderr=follower, stdin=subprocess.DEVNULL,
+                                env={**os.environ, "TERM": "xterm", "COLUMNS": "150"})
+    os.close(follower)
+    screen = b""
+    while True:
+        ready, _, _ = select.select([leader], [], [], 60)
+        try:
+            chunk = os.read(leader, 65536) if ready else b""
+        except OSError:  # every writer has closed the terminal
+            chunk = b""
+        if not chunk:
+            break
+        screen += chunk
+    os.close(leader)
+    assert proc.wait(timeout=60) == 0, screen
+    drawn = screen.decode(errors="replace")
+    assert f"scanning {tree}" in drawn and "entries" in drawn, drawn
+    assert "\x1b[2K" in drawn[drawn.rindex("entries"):]  # erased when the scan ended
+    piped = run_cli("scan", "--path", str(tree))
+    assert report.read_text() == piped.stdout and "scanning" not in piped.stderr
+
+
 def test_quota_is_shown(profiles_dir: Path, isolated_home: Path) -> None:
     make_tree(user_cache_root(isolated_home) / "demo", 4)
     set_quota("demo", "cache", 20_000_000_000)

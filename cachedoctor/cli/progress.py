@@ -14,30 +14,42 @@ SHOW_AFTER = 0.5  # seconds: a quick scan should not flash a progress line
 
 @contextmanager
 def scan_progress() -> Iterator[ProgressCallback]:
-    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
-
-    from cachedoctor.sizes import format_size
-
-    progress = Progress(
-        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
-        transient=True, refresh_per_second=8,
-    )
-    task = progress.add_task("scanning", total=None)
+    """A spinner on stderr naming the folder being scanned, its entries and bytes so far, from
+    SHOW_AFTER on; before that nothing is built (a quick scan does not import rich's progress),
+    and it never writes to stdout, which may be a file the report goes to."""
     started_at = time.monotonic()
-    shown = False
+    bar: Any = None
+    task: Any = None
 
     def update(path: str, entries: int, nbytes: int) -> None:
-        nonlocal shown
-        if not shown and time.monotonic() - started_at >= SHOW_AFTER:
-            progress.start()
-            shown = True
-        progress.update(task, description=f"scanning {path}  {entries:,} entries, {format_size(nbytes)}")
+        nonlocal bar, task
+        if bar is None and time.monotonic() - started_at < SHOW_AFTER:
+            return
+        line = f"scanning {path}  {entries:,} entries, {format_size(nbytes)}"
+        if bar is None:
+            bar, task = _scan_bar(line)
+        else:
+            bar.update(task, description=line)
+
+    from cachedoctor.sizes import format_size
 
     try:
         yield update
     finally:
-        if shown:
-            progress.stop()
+        if bar is not None:
+            bar.stop()
+
+
+def _scan_bar(line: str) -> tuple[Any, Any]:
+    from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    from cachedoctor.cli.common import stderr_console
+
+    bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(),
+                   console=stderr_console(), transient=True, refresh_per_second=8)
+    task = bar.add_task(line, total=None)
+    bar.start()
+    return bar, task
 
 
 class MoveProgress:
