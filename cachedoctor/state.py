@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+import functools
+import os
+import re
+import time
 from pathlib import Path
 
 APP = "cachedoctor"
+STALE_AFTER = 30 * 86400  # seconds: another install's cache no run has written since is pruned
 
 
 def config_dir() -> Path:
@@ -28,6 +33,55 @@ def log_dir() -> Path:
 def journal_dir() -> Path:
     """One file per unfinished move or restore (see cachedoctor.relocate.journal)."""
     return state_dir() / "journal"
+
+
+def install_file(name: str) -> Path:
+    """`name` in the state folder, tagged with this installation (`install_tag`) before its
+    suffix: `profile-index.1a2b3c4d.pickle`. A cache only one install's code can use (the
+    profile index, the command specs) is kept per install, so two installs sharing a state
+    folder (pipx and a venv, a checkout on PYTHONPATH) do not each find the other's stamp and
+    rewrite the file on every run."""
+    stem, _, suffix = name.partition(".")
+    return state_dir() / f"{stem}.{install_tag()}.{suffix}"
+
+
+@functools.cache
+def install_tag() -> str:
+    """Eight hex digits naming the folder this package runs from (a CRC: two installs that
+    share one only share their caches, as every install did before)."""
+    import zlib
+
+    return f"{zlib.crc32(os.fsencode(os.path.dirname(os.path.abspath(__file__)))):08x}"
+
+
+def prune_other_installs(path: Path) -> list[str]:
+    """Remove the same cache of other installs (`install_file`), and the untagged one earlier
+    versions kept, when no run has written it for STALE_AFTER: an install since removed. Only
+    regular files of this user's own are removed, never what a link points to; what cannot be
+    examined or removed stays (best effort). Returns the names removed."""
+    stem, _, rest = path.name.partition(".")
+    suffix = rest.partition(".")[2]
+    same_kind = re.compile(rf"{re.escape(stem)}(?:\.[0-9a-f]{{8}})?\.{re.escape(suffix)}")
+    removed: list[str] = []
+    try:
+        names = os.listdir(path.parent)
+    except OSError:
+        return removed
+    old = time.time() - STALE_AFTER
+    for name in names:
+        if name == path.name or not same_kind.fullmatch(name):
+            continue
+        other = path.parent / name
+        try:
+            st = os.lstat(other)
+            if (st.st_mode & 0o170000) != 0o100000 or st.st_mtime > old or (
+                    hasattr(os, "getuid") and st.st_uid != os.getuid()):
+                continue
+            os.unlink(other)  # a link put in its place since is removed itself, not followed
+        except OSError:
+            continue
+        removed.append(name)
+    return removed
 
 
 def ensure(path: Path) -> Path:

@@ -5,7 +5,9 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -80,3 +82,75 @@ def test_a_warm_start_imports_no_yaml(tmp_path: Path) -> None:
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                            check=True).stdout.strip() for _ in range(2)]
     assert runs == ["True", "False"]
+
+
+def test_installs_sharing_a_state_folder_keep_an_index_each(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """pipx and a venv (or a checkout on PYTHONPATH) share one state folder; each used to find
+    the other's code stamp in the one index and validate every profile again on every run."""
+    from cachedoctor import state
+    from cachedoctor.cli import quickcomplete, quickrun
+    from cachedoctor.profiles.loader import load_profile_file
+
+    extra = tmp_path / "extra"
+    aged(write(extra, "demo.yaml", GOOD))
+
+    def validations(tag: str, code: str) -> int:
+        monkeypatch.setattr(state, "install_tag", lambda: tag)
+        monkeypatch.setattr(profile_index, "_stamp", lambda: (code, "msgspec"))
+        loaded: list[Path] = []
+
+        def load(path: Path) -> Any:
+            loaded.append(path)
+            return load_profile_file(path)
+
+        with profile_index.ProfileIndex.open() as index:
+            for path in sorted(extra.iterdir()):
+                index.outcome(path, load)
+        return len(loaded)
+
+    assert [validations("aaaaaaaa", "one"), validations("bbbbbbbb", "two")] == [1, 1]
+    assert [validations("aaaaaaaa", "one"), validations("bbbbbbbb", "two")] == [0, 0]
+    names = sorted(p.name for p in state.state_dir().glob("profile-index*"))
+    assert names == ["profile-index.aaaaaaaa.pickle", "profile-index.bbbbbbbb.pickle"]
+    assert all(".bbbbbbbb." in p.name for p in (quickrun.spec_path(), quickcomplete.spec_path()))
+
+
+def test_another_installs_stale_cache_is_pruned_and_nothing_else(tmp_path: Path) -> None:
+    """When an install writes its cache, the same cache of other installs that no run has
+    written for STALE_AFTER (an install since removed), and the untagged one of earlier
+    versions, go; a fresh one, another kind, a look-alike name, a folder, and a link (the link
+    is not followed) stay."""
+    from cachedoctor import state
+
+    folder = state.state_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    old = time.time() - state.STALE_AFTER - 3600
+
+    def make(name: str, when: float = old) -> Path:
+        path = folder / name
+        path.write_bytes(b"x")
+        os.utime(path, (when, when))
+        return path
+
+    gone = [make("profile-index.0badc0de.pickle"), make("profile-index.pickle")]
+    kept = [make("profile-index.12345678.pickle", time.time()), make("run-spec.0badc0de.marshal"),
+            make("profile-index.0BADC0DE.pickle"), make("profile-index.0badc0de.pickle.bak"),
+            make("profile-index.0badc0d.pickle"), make("notes.txt")]
+    outside = tmp_path / "outside.txt"
+    outside.write_text("keep")
+    link = folder / "profile-index.feedface.pickle"
+    link.symlink_to(outside)
+    os.utime(link, (old, old), follow_symlinks=False)
+    os.utime(outside, (old, old))
+    inside = folder / "profile-index.deadbeef.pickle"
+    inside.mkdir()
+    os.utime(inside, (old, old))
+    extra = tmp_path / "extra"
+    aged(write(extra, "demo.yaml", GOOD))
+    load_profiles([extra])  # writes this install's index, which prunes
+    assert profile_index.index_path().is_file()
+    assert [p.exists() for p in gone] == [False, False]
+    assert all(p.exists() for p in kept)
+    assert link.is_symlink() and outside.read_text() == "keep" and inside.is_dir()
+    assert state.prune_other_installs(profile_index.index_path()) == []  # nothing left to go

@@ -203,13 +203,16 @@ def real_run(args: list[str]) -> tuple[int, str, str, bool]:
 
 
 def steady(stdout: str) -> Any:
-    """The output without how full the drives are, which other programs change between two
-    runs: the JSON's `free_bytes` and `used_bytes`, the rows of the drive table."""
+    """The output without what other programs change between two runs: how full the drives
+    are (the JSON's `free_bytes` and `used_bytes`, the rows of the drive table) and which
+    processes run (`running`, `processes`; `name (pid)` in a table, whose spacing follows)."""
     import json
+    import re
 
     def without(value: Any) -> Any:
         if isinstance(value, dict):
-            return {k: without(v) for k, v in value.items() if k not in ("free_bytes", "used_bytes")}
+            return {k: without(v) for k, v in value.items()
+                    if k not in ("free_bytes", "used_bytes", "running", "processes")}
         return [without(v) for v in value] if isinstance(value, list) else value
 
     try:
@@ -219,7 +222,8 @@ def steady(stdout: str) -> Any:
         for line in lines:
             in_drives = line.startswith("drive ") or (in_drives and line != "")
             if not in_drives or line.startswith("drive "):
-                kept.append(line)
+                line = re.sub(r"(?:, )?[\w.-]+ \(\d+\)", "", line)
+                kept.append(re.sub(r" {2,}", "  ", line))
         return kept
 
 

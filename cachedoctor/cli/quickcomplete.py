@@ -31,9 +31,9 @@ Spec = specs.Spec
 
 
 def spec_path() -> Path:
-    from cachedoctor.state import state_dir
+    from cachedoctor.state import install_file
 
-    return state_dir() / "completion-spec.marshal"
+    return install_file("completion-spec.marshal")
 
 
 def write_spec(command: Any, stamp: tuple[Any, ...]) -> None:

@@ -37,9 +37,9 @@ HOT_WORDS = frozenset(path.split()[0] for path in HOT)
 
 
 def spec_path() -> Path:
-    from cachedoctor.state import state_dir
+    from cachedoctor.state import install_file
 
-    return state_dir() / "run-spec.marshal"
+    return install_file("run-spec.marshal")
 
 
 def attempt(args: list[str]) -> int | None:

@@ -82,9 +82,13 @@ def can_write(path: Path) -> bool:
 
 
 def write(path: Path, payload: Any, code: tuple[Any, ...]) -> None:
+    """Keep `payload` at `path` (a file of this install's own, `state.install_file`) for the
+    code `code`; other installs' stale copies are pruned."""
     from cachedoctor.fsutil import atomic_write_bytes
+    from cachedoctor.state import prune_other_installs
 
     atomic_write_bytes(path, marshal.dumps((code, payload)), mode=0o600)
+    prune_other_installs(path)
 
 
 _LIMIT = 4 << 20  # a spec is a few kilobytes: what is bigger is not one

@@ -38,9 +38,9 @@ _FileKey = tuple[int, int, int, int]
 
 def index_path() -> Path:
     """In cachedoctor's state folder, not the user cache folder, where `scan` would list it."""
-    from cachedoctor.state import state_dir
+    from cachedoctor.state import install_file
 
-    return state_dir() / "profile-index.pickle"
+    return install_file("profile-index.pickle")
 
 
 def file_key(st: os.stat_result) -> _FileKey:
@@ -174,3 +174,6 @@ def _write(path: Path, *documents: Any) -> None:
             raise
     except (OSError, pickle.PicklingError):
         return
+    from cachedoctor.state import prune_other_installs
+
+    prune_other_installs(path)
