@@ -222,7 +222,7 @@ def steady(stdout: str) -> Any:
         for line in lines:
             in_drives = line.startswith("drive ") or (in_drives and line != "")
             if not in_drives or line.startswith("drive "):
-                line = re.sub(r"(?:, )?[\w.-]+ \(\d+\)", "", line)
+                line = re.sub(r"[\w.-]+ \(\d+\)(?:, [\w.-]+ \(\d+\))*", "-", line)
                 kept.append(re.sub(r" {2,}", "  ", line))
         return kept
 

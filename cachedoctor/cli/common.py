@@ -97,13 +97,16 @@ def stderr_console() -> Console:
 
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_LONE_SURROGATE = re.compile("[\ud800-\udc7f\udd00-\udfff]")  # not an undecodable byte
 
 
 def printable(text: str) -> str:
     """`text` safe for a terminal: control characters (an ESC in a file name would recolour or
-    rewrite the screen) and undecodable bytes are shown as escapes, `\\x1b`."""
+    rewrite the screen) and undecodable bytes are shown as escapes, `\\x1b`; so is a lone
+    surrogate, which a Windows file name may hold (`\\ud800`)."""
     if text.isprintable():
         return text
+    text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 

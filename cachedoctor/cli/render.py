@@ -97,6 +97,7 @@ def print_table(console: Console | None, columns: Sequence[Column], rows: Sequen
     the console and the table (a third of a small command's time)."""
     from cachedoctor.cli.common import printable, stdout_console
 
+    columns = [Column(printable(c.header), c.kind, c.drop) for c in columns]  # plain text
     cleaned: list[list[str] | None] = []
     for row in rows:
         if row is None:
@@ -104,14 +105,15 @@ def print_table(console: Console | None, columns: Sequence[Column], rows: Sequen
             continue
         cleaned.append([printable(tilde(cell) if col.kind == "path" else cell)
                         for col, cell in zip(columns, row, strict=True)])
-    natural = [max([cell_width(c.header)] + [max((cell_width(line) for line in r[i].splitlines()),
-                                               default=0) for r in cleaned if r is not None])
+    natural = [_widest([c.header, *(r[i] for r in cleaned if r is not None)])
                for i, c in enumerate(columns)]
     shown = list(range(len(columns)))
-    if console is None and _plain_pipe(cleaned) and sum(natural) + GAP * len(natural) <= PIPE_WIDTH:
+    if console is None and _plain_pipe(columns, cleaned) and \
+            sum(natural) + GAP * len(natural) <= PIPE_WIDTH:
         import sys
 
-        out = _lines(columns, shown, cleaned, natural, header=True)
+        out = _lines(columns, shown, cleaned, natural, header=True,
+                     folds=frozenset(i for i in shown if _folds(columns[i], False)))
         sys.stdout.write("".join(line.rstrip(" ") + "\n" for line in out))
         return
     console = console or stdout_console()
@@ -132,7 +134,7 @@ def print_table(console: Console | None, columns: Sequence[Column], rows: Sequen
         shown.remove(max((i for i in shown if columns[i].drop), key=lambda i: columns[i].drop))
     if fits(None) or fits(TEXT_FLOOR):
         fold_text = not fits(None)
-        widths = None if _breaks(cleaned) else _rich_widths(columns, shown, natural,
+        widths = None if _breaks(columns, cleaned) else _rich_widths(columns, shown, natural,
                                                              console.width, fold_text=fold_text)
         if widths is None:
             _print_rich_table(console, columns, shown, cleaned, fold_text=fold_text)
@@ -140,6 +142,11 @@ def print_table(console: Console | None, columns: Sequence[Column], rows: Sequen
             _print_laid_out(console, columns, shown, cleaned, widths, fold_text=fold_text)
     else:
         _print_records(console, columns, shown, cleaned)
+
+
+def _widest(texts: Sequence[str]) -> int:
+    """The columns the widest line of `texts` takes, as rich measures a cell (`splitlines`)."""
+    return max((cell_width(line) for text in texts for line in text.splitlines()), default=0)
 
 
 def cell_width(text: str) -> int:
@@ -176,20 +183,24 @@ def print_text(plain: str, styled: str | None = None) -> None:
         stdout_console().print(styled, highlight=False)
 
 
-def _plain_pipe(rows: list[list[str] | None]) -> bool:
-    """stdout is a pipe or file that rich would print plainly (see _RICH_STYLING, _RICH_BREAKS)."""
-    return plain_stdout() and not _breaks(rows)
+def _plain_pipe(columns: Sequence[Column], rows: list[list[str] | None]) -> bool:
+    """stdout is a pipe or file that rich would print plainly (see _RICH_STYLING, _breaks)."""
+    return plain_stdout() and not _breaks(columns, rows)
 
 
-def _breaks(rows: list[list[str] | None]) -> bool:
-    """A cell holds what rich lays out otherwise than `_lines` does (see _RICH_BREAKS)."""
-    return any(_RICH_BREAKS.search(cell) for row in rows if row is not None for cell in row)
+def _breaks(columns: Sequence[Column], rows: list[list[str] | None]) -> bool:
+    """The table holds what rich lays out otherwise than `_lines` does: a cell with a tab or a
+    line separator (_RICH_BREAKS), a header of more than one line (rich aligns those to the
+    bottom)."""
+    return any(len(c.header.splitlines()) > 1 or c.header.endswith("\n") for c in columns) or \
+        any(_RICH_BREAKS.search(cell) for row in rows if row is not None for cell in row)
 
 
 # what makes rich print a pipe differently: a width, forced colour or terminal behaviour; and
 # in a cell a tab (expanded) or a line separator `printable` leaves (rich breaks the line)
 _RICH_STYLING = ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
 _RICH_BREAKS = re.compile("[\t\u2028\u2029]")
+_TRAILING_SPACE = re.compile(r"\s+$")
 
 
 def _folds(column: Column, fold_text: bool) -> bool:
@@ -238,13 +249,15 @@ def _rich_widths(columns: Sequence[Column], shown: list[int], natural: list[int]
 
 
 def _lines(columns: Sequence[Column], shown: list[int], rows: list[list[str] | None],
-           widths: list[int], *, header: bool,
-           wrap: Callable[[str, int], list[str]] | None = None) -> list[str]:
+           widths: list[int], *, header: bool, wrap: Callable[[str, int], list[str]] | None = None,
+           folds: frozenset[int] = frozenset()) -> list[str]:
     """The lines rich prints for the `shown` columns of a table: the header when asked, then
     every row, cells padded to their column's width (`widths`, one per column, numbers to the
     right), GAP spaces between, a multi-line cell going on in the next lines, sections
-    invisible (no box), each line padded to the table's width. A cell wider than its column
-    is given to `wrap` (with the width), whose lines are taken as they are."""
+    invisible (no box), each line padded to the table's width. A line of a folding column
+    (`folds`) with more characters than the column is wide loses trailing whitespace as rich
+    trims it (`Text.rstrip_end`); given `wrap`, a cell with such a line, or one wider than its
+    column, is handed to it (with the width) and its lines are taken as they are."""
     out: list[str] = []
     for row in [[c.header for c in columns]] * header + rows:
         if row is None:
@@ -252,18 +265,26 @@ def _lines(columns: Sequence[Column], shown: list[int], rows: list[list[str] | N
         cells = []
         for i in shown:
             lines = row[i].split("\n")  # as rich splits a cell (a final newline too)
-            if wrap is not None and any(cell_width(line) > widths[i] for line in lines):
+            if wrap is not None and i in folds and any(
+                    max(len(line), cell_width(line)) > widths[i] for line in lines):
                 lines = wrap(row[i], widths[i])
             cells.append(lines)
         for k in range(max(len(lines) for lines in cells)):
             parts = []
             for i, lines in zip(shown, cells, strict=True):
                 text = lines[k] if k < len(lines) else ""
-                if columns[i].kind == "number":  # right-justified: rich strips the line first
-                    text = text.strip(" ")
-                    parts.append(" " * (widths[i] - cell_width(text)) + text)
+                if columns[i].kind == "number":  # right-justified: rich strips the end first
+                    text = text.rstrip()
+                    text = " " * (widths[i] - cell_width(text)) + text
                 else:
-                    parts.append(text + " " * (widths[i] - cell_width(text)))
+                    if i in folds and len(text) > widths[i]:  # rich's `Text.rstrip_end`
+                        end = _TRAILING_SPACE.search(text)
+                        if end is not None:
+                            text = text[:len(text) - min(len(end[0]), len(text) - widths[i])]
+                    text += " " * (widths[i] - cell_width(text))
+                if not text.isascii():  # rich pads again to what it measures the padded line
+                    text += " " * (widths[i] - cell_width(text))  # at (a lone U+200D)
+                parts.append(text)
             out.append((" " * GAP).join(parts))
     return out
 
@@ -281,7 +302,7 @@ def _print_laid_out(console: Console, columns: Sequence[Column], shown: list[int
     widths = [0] * len(columns)
     for i, cell in zip(shown, cells, strict=True):
         widths[i] = cell
-        head.add_column(columns[i].header, justify="right" if columns[i].kind == "number"
+        head.add_column(Text(columns[i].header), justify="right" if columns[i].kind == "number"
                         else "left", width=cell, no_wrap=not _folds(columns[i], fold_text),
                         overflow="fold")
     console.print(head)
@@ -290,7 +311,8 @@ def _print_laid_out(console: Console, columns: Sequence[Column], shown: list[int
         return [line.plain for line in Text(text).wrap(console, width, justify="left",
                                                         overflow="fold")]
 
-    body = _lines(columns, shown, rows, widths, header=False, wrap=wrap)
+    folds = frozenset(i for i in shown if _folds(columns[i], fold_text))
+    body = _lines(columns, shown, rows, widths, header=False, wrap=wrap, folds=folds)
     if body:
         console.print(Text("\n".join(body)), soft_wrap=True)
 
@@ -304,7 +326,7 @@ def _print_rich_table(console: Console, columns: Sequence[Column], shown: list[i
     for i in shown:
         column = columns[i]
         folds = column.kind in ("path", "prose") or (column.kind == "text" and fold_text)
-        table.add_column(column.header, justify="right" if column.kind == "number" else "left",
+        table.add_column(Text(column.header), justify="right" if column.kind == "number" else "left",
                          no_wrap=not folds, overflow="fold")
     for row in rows:
         if row is None:
