@@ -217,7 +217,7 @@ def test_a_table_laid_out_here_is_what_rich_prints(monkeypatch: pytest.MonkeyPat
     same console, is the oracle, byte for byte: at a colour terminal (the header's style),
     without colour, and into a pipe stream, over widths from 8 to 100 columns."""
     from cachedoctor.cli import render
-    from cachedoctor.cli.common import TrimmedLines, _console
+    from cachedoctor.cli.common import TrimmedLines, _console, printable
 
     laid_out: list[bool] = []  # whether each table laid out here had a cell to wrap
     real = render._print_laid_out
@@ -239,6 +239,9 @@ def test_a_table_laid_out_here_is_what_rich_prints(monkeypatch: pytest.MonkeyPat
         if n % 2:  # long cells: paths and prose to fold
             rows = [None if row is None else [cell * rng.randint(1, 6) for cell in row]
                     for row in rows]
+        rows = [None if row is None else  # a path folds at its separators and spaces, not
+                [re.sub("[\\s\u200d/\\\\]", "", printable(cell)) if c.kind == "path" else cell
+                 for c, cell in zip(columns, row, strict=True)] for row in rows]  # as rich: below
         width = rng.randint(8, 100)
         for kind in ("colour", "plain", "pipe"):
             out = {}
@@ -268,3 +271,45 @@ def test_a_lone_surrogate_is_shown_as_an_escape() -> None:
     assert printable("a\ud800b\udfffc") == "a\\ud800b\\udfffc"
     assert printable("x\udcffy\udc80") == "x\\xffy\\x80"
     assert printable("e\x1b[31m\u200b") == "e\\x1b[31m\u200b"
+
+
+@pytest.mark.parametrize("width", (10, 13, 17, 21, 22, 23, 30, 45))
+def test_a_path_folds_without_losing_a_space(width: int) -> None:
+    """rich folds a cell at its words and drops the space at the fold (`Application Support`
+    read as `Application` over `Support`); a path folds by characters, and a space that would
+    end a line, unseen, starts the next one."""
+    from cachedoctor.cli.common import _console
+
+    path = "/Users/a b/Library/Application Support/Code/Cached Data/x  y"
+    for colour in (None, "truecolor"):
+        stream = io.StringIO()
+        console = _console(file=stream, width=width, force_terminal=True, color_system=colour,
+                           highlight=False, soft_wrap=False)
+        print_table(console, [path_column()], [[path]])
+        lines = re.sub(r"\x1b\[[0-9;]*m", "", stream.getvalue()).splitlines()  # the header's bold
+        assert all(len(line) <= width for line in lines), lines
+        shown = "".join(line.rstrip(" ") for line in lines)  # a table, or records (< 16 columns)
+        assert shown in ("path" + path, "  path: " + path), lines
+
+
+def test_fold_path_keeps_every_character_and_every_space_in_sight() -> None:
+    """Over random paths of spaces, wide, combining and joining characters: the lines give the
+    path back, each fits (a lone character wider than the column aside; rich measures a
+    joiner one way when it chops and another when it pads), and none but a line of spaces
+    only ends with a space, where a terminal would not show it."""
+    from cachedoctor.cli.common import printable
+    from cachedoctor.cli.render import cell_width, fold_path
+
+    rng = random.Random(16)
+    parts = ["a", "Z", "/", " ", "  ", "é", "e\u0301", "漢", "\u200d", "👨\u200d👩", "\xa0", "-"]
+    for _ in range(3000):
+        path = printable("".join(rng.choice(parts) for _ in range(rng.randint(0, 40))))
+        width = rng.randint(1, 30)
+        lines = fold_path(path, width)
+        assert "".join(lines) == path, (path, width, lines)
+        for k, line in enumerate(lines):
+            if "\u200d" not in line:  # rich's cell_len and chop_cells disagree on joiners
+                assert cell_width(line) <= width or len(line.rstrip("\u0301")) <= 1, \
+                    (path, width, lines)
+            if k < len(lines) - 1 and line.strip(" "):
+                assert not line.endswith(" "), (path, width, lines)

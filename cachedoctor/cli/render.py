@@ -1,7 +1,8 @@
 """Shared rich rendering pieces: sizes, bars, dates, and the one table layout every command uses.
 
 The terminal rules live here so no command can break them: on a narrow terminal a path folds
-(no character of it is ever dropped) and is shown with `~` for the home folder; sizes and
+(at a separator where it can; no character of it is ever dropped, a space at a fold starts the
+next line, where it shows) and is shown with `~` for the home folder; sizes and
 counts are never cut or wrapped; columns that only decorate (bars, dates, drives) give way
 first; a table that still cannot fit is printed one record per block instead.
 """
@@ -249,7 +250,8 @@ def _rich_widths(columns: Sequence[Column], shown: list[int], natural: list[int]
 
 
 def _lines(columns: Sequence[Column], shown: list[int], rows: list[list[str] | None],
-           widths: list[int], *, header: bool, wrap: Callable[[str, int], list[str]] | None = None,
+           widths: list[int], *, header: bool,
+           wrap: Callable[[int, str, int], list[str]] | None = None,
            folds: frozenset[int] = frozenset()) -> list[str]:
     """The lines rich prints for the `shown` columns of a table: the header when asked, then
     every row, cells padded to their column's width (`widths`, one per column, numbers to the
@@ -257,7 +259,7 @@ def _lines(columns: Sequence[Column], shown: list[int], rows: list[list[str] | N
     invisible (no box), each line padded to the table's width. A line of a folding column
     (`folds`) with more characters than the column is wide loses trailing whitespace as rich
     trims it (`Text.rstrip_end`); given `wrap`, a cell with such a line, or one wider than its
-    column, is handed to it (with the width) and its lines are taken as they are."""
+    column, is handed to it (with its column and width) and its lines are taken as they are."""
     out: list[str] = []
     for row in [[c.header for c in columns]] * header + rows:
         if row is None:
@@ -267,7 +269,7 @@ def _lines(columns: Sequence[Column], shown: list[int], rows: list[list[str] | N
             lines = row[i].split("\n")  # as rich splits a cell (a final newline too)
             if wrap is not None and i in folds and any(
                     max(len(line), cell_width(line)) > widths[i] for line in lines):
-                lines = wrap(row[i], widths[i])
+                lines = wrap(i, row[i], widths[i])
             cells.append(lines)
         for k in range(max(len(lines) for lines in cells)):
             parts = []
@@ -289,12 +291,44 @@ def _lines(columns: Sequence[Column], shown: list[int], rows: list[list[str] | N
     return out
 
 
+def fold_path(text: str, width: int) -> list[str]:
+    """The lines of a path folded `width` columns wide. rich folds a cell at its words and
+    drops the space at the fold, so `Application Support` read as `Application` over
+    `Support`; a path folds at a separator or before a space, which then starts the next line
+    where it is seen (at the end of a line nothing shows it, and a pipe trims it), and by
+    characters (rich's `chop_cells`) where that would leave less than half a line."""
+    from rich.cells import chop_cells
+
+    out: list[str] = []
+    for line in text.split("\n"):
+        rest = line
+        while True:
+            pieces = chop_cells(rest, width) or [rest]  # [] for zero-width text
+            if len(pieces) == 1:
+                out.append(pieces[0])
+                break
+            piece = pieces[0]
+            if rest[len(piece)] in "/\\ ":  # the next line starts with a separator or a space
+                cut = len(piece.rstrip(" ")) or len(piece)
+            else:
+                space = piece.rfind(" ")
+                while space > 0 and piece[space - 1] == " ":
+                    space -= 1  # the first space of the run
+                cut = max(piece.rfind("/") + 1, piece.rfind("\\") + 1, max(space, 0))
+                if cut < len(piece) // 2:  # not a line of `~/` only: by characters
+                    cut = 0
+            kept = piece[:cut] if cut else piece.rstrip(" ") or piece or rest[:1]  # spaces: kept
+            out.append(kept)
+            rest = rest[len(kept):]
+    return out
+
+
 def _print_laid_out(console: Console, columns: Sequence[Column], shown: list[int],
                     rows: list[list[str] | None], cells: list[int], *, fold_text: bool) -> None:
     """The table as rich prints it with column widths `cells` (`_rich_widths`), laid out here:
     rich's table costs about 50 µs a cell (a second for a 2,000-unit `ls`). rich prints the
     header (in its style) and wraps the cells wider than their column; every other cell is
-    padded here."""
+    padded here. A path is folded by `fold_path`, not at its spaces as rich folds prose."""
     from rich.table import Table
     from rich.text import Text
 
@@ -307,7 +341,9 @@ def _print_laid_out(console: Console, columns: Sequence[Column], shown: list[int
                         overflow="fold")
     console.print(head)
 
-    def wrap(text: str, width: int) -> list[str]:  # only wrapping columns are ever too narrow
+    def wrap(column: int, text: str, width: int) -> list[str]:  # only folding ones are narrow
+        if columns[column].kind == "path":
+            return fold_path(text, width)
         return [line.plain for line in Text(text).wrap(console, width, justify="left",
                                                         overflow="fold")]
 
@@ -339,13 +375,20 @@ def _print_rich_table(console: Console, columns: Sequence[Column], shown: list[i
 def _print_records(console: Console, columns: Sequence[Column], shown: list[int],
                    rows: list[list[str] | None]) -> None:
     """Too narrow for any table: each row as a block, its ids on the first line, then one
-    `header: value` line per other cell (bars left out), folded, never cut."""
+    `header: value` line per other cell (bars left out), folded, never cut; a path folded
+    by `fold_path`, so no space of it is lost at a fold."""
     for row in rows:
         if row is None:
             continue
         ids = [row[i] for i in shown if columns[i].kind == "text" and row[i]]
-        lines = ["  ".join(ids)] if ids else []
-        lines += [f"  {columns[i].header}: {row[i]}" for i in shown
-                  if columns[i].kind not in ("text", "bar") and row[i]]
-        for line in lines:
-            console.print(line, markup=False, highlight=False, overflow="fold")
+        if ids:
+            console.print("  ".join(ids), markup=False, highlight=False, overflow="fold")
+        for i in shown:
+            if columns[i].kind in ("text", "bar") or not row[i]:
+                continue
+            line = f"  {columns[i].header}: {row[i]}"
+            if columns[i].kind == "path":
+                for piece in fold_path(line, console.width):
+                    console.print(piece, markup=False, highlight=False, soft_wrap=True)
+            else:
+                console.print(line, markup=False, highlight=False, overflow="fold")
