@@ -7,6 +7,7 @@ import os
 import re
 import time
 from pathlib import Path
+from typing import BinaryIO
 
 APP = "cachedoctor"
 STALE_AFTER = 30 * 86400  # seconds: another install's cache no run has written since is pruned
@@ -52,6 +53,17 @@ def install_tag() -> str:
     import zlib
 
     return f"{zlib.crc32(os.fsencode(os.path.dirname(os.path.abspath(__file__)))):08x}"
+
+
+def mark_used(file: BinaryIO, path: Path) -> None:
+    """A cache read and found current (`file`, open at `path`) counts as written, so another
+    install does not prune it as unwritten (`prune_other_installs`): its time is renewed once
+    it is older than half STALE_AFTER. Best effort."""
+    try:
+        if time.time() - os.fstat(file.fileno()).st_mtime > STALE_AFTER / 2:
+            os.utime(path)
+    except OSError:
+        pass
 
 
 def prune_other_installs(path: Path) -> list[str]:

@@ -154,3 +154,23 @@ def test_another_installs_stale_cache_is_pruned_and_nothing_else(tmp_path: Path)
     assert all(p.exists() for p in kept)
     assert link.is_symlink() and outside.read_text() == "keep" and inside.is_dir()
     assert state.prune_other_installs(profile_index.index_path()) == []  # nothing left to go
+
+
+def test_a_cache_still_read_is_not_pruned_as_unwritten(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A current index is read, not rewritten, for as long as no profile changes: reading it
+    renews its time once it is older than half STALE_AFTER, so another install's write does
+    not take it for the cache of a removed install."""
+    from cachedoctor import state
+
+    extra = tmp_path / "extra"
+    aged(write(extra, "demo.yaml", GOOD))
+    load_profiles([extra])
+    mine = profile_index.index_path()
+    month = time.time() - state.STALE_AFTER - 86400
+    os.utime(mine, (month, month))
+    load_profiles([extra])  # read, found current: not written again, but marked used
+    assert mine.stat().st_mtime > time.time() - 60
+    monkeypatch.setattr(state, "install_tag", lambda: "0badc0de")  # another install writes
+    assert state.prune_other_installs(state.install_file("profile-index.pickle")) == []
+    assert mine.is_file()

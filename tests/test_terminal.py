@@ -6,6 +6,7 @@ biggest item comes first. Once more through a real terminal (tmux)."""
 from __future__ import annotations
 
 import io
+import itertools
 import os
 import random
 import re
@@ -279,15 +280,18 @@ def test_a_path_folds_without_losing_a_space(width: int) -> None:
     read as `Application` over `Support`); a path folds by characters, and a space that would
     end a line, unseen, starts the next one."""
     from cachedoctor.cli.common import _console
+    from cachedoctor.cli.render import cell_width
 
-    path = "/Users/a b/Library/Application Support/Code/Cached Data/x  y"
-    for colour in (None, "truecolor"):
+    for path, colour in itertools.product(
+            ("/Users/a b/Library/Application Support/Code/Cached Data/x  y",
+             "/srv/Library/Cafe\u0301\xa0/data/cache"),  # a fold by characters, then NBSP
+            (None, "truecolor")):
         stream = io.StringIO()
         console = _console(file=stream, width=width, force_terminal=True, color_system=colour,
                            highlight=False, soft_wrap=False)
         print_table(console, [path_column()], [[path]])
         lines = re.sub(r"\x1b\[[0-9;]*m", "", stream.getvalue()).splitlines()  # the header's bold
-        assert all(len(line) <= width for line in lines), lines
+        assert all(cell_width(line) <= width for line in lines), lines
         shown = "".join(line.rstrip(" ") for line in lines)  # a table, or records (< 16 columns)
         assert shown in ("path" + path, "  path: " + path), lines
 
@@ -300,6 +304,7 @@ def test_fold_path_keeps_every_character_and_every_space_in_sight() -> None:
     from cachedoctor.cli.common import printable
     from cachedoctor.cli.render import cell_width, fold_path
 
+    assert fold_path("中", 1) == ["中"] and fold_path("", 3) == [""]
     rng = random.Random(16)
     parts = ["a", "Z", "/", " ", "  ", "é", "e\u0301", "漢", "\u200d", "👨\u200d👩", "\xa0", "-"]
     for _ in range(3000):

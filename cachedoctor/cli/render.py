@@ -264,12 +264,13 @@ def _lines(columns: Sequence[Column], shown: list[int], rows: list[list[str] | N
     for row in [[c.header for c in columns]] * header + rows:
         if row is None:
             continue
-        cells = []
+        cells, wrapped = [], set()
         for i in shown:
             lines = row[i].split("\n")  # as rich splits a cell (a final newline too)
             if wrap is not None and i in folds and any(
                     max(len(line), cell_width(line)) > widths[i] for line in lines):
                 lines = wrap(i, row[i], widths[i])
+                wrapped.add(i)
             cells.append(lines)
         for k in range(max(len(lines) for lines in cells)):
             parts = []
@@ -279,7 +280,8 @@ def _lines(columns: Sequence[Column], shown: list[int], rows: list[list[str] | N
                     text = text.rstrip()
                     text = " " * (widths[i] - cell_width(text)) + text
                 else:
-                    if i in folds and len(text) > widths[i]:  # rich's `Text.rstrip_end`
+                    if i in folds and i not in wrapped and len(text) > widths[i]:  # rich's
+                        # `Text.rstrip_end`; a wrapped cell's lines are taken as they are
                         end = _TRAILING_SPACE.search(text)
                         if end is not None:
                             text = text[:len(text) - min(len(end[0]), len(text) - widths[i])]
@@ -320,6 +322,8 @@ def fold_path(text: str, width: int) -> list[str]:
             kept = piece[:cut] if cut else piece.rstrip(" ") or piece or rest[:1]  # spaces: kept
             out.append(kept)
             rest = rest[len(kept):]
+            if not rest:  # a character wider than the line was the last
+                break
     return out
 
 

@@ -106,12 +106,17 @@ def read(path: Path) -> Any:
             return None
         with opened as file:
             data = file.read(_LIMIT + 1)
-        if len(data) > _LIMIT:
-            return None
-        code, payload = marshal.loads(data)
+            if len(data) > _LIMIT:
+                return None
+            code, payload = marshal.loads(data)
+            if code != current:
+                return None
+            from cachedoctor.state import mark_used
+
+            mark_used(file, path)
     except Exception:  # missing, damaged, foreign, another format: not current, never a crash
         return None
-    return payload if code == current else None
+    return payload
 
 
 def derive(command: Any) -> Spec:

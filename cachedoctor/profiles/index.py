@@ -152,9 +152,12 @@ def _read(path: Path, stamp: tuple[Any, ...], part: int = 1) -> dict[str, Any]:
             for _ in range(part):
                 pickle.load(file)
             saved_stamp, entries = pickle.load(file)
+            if saved_stamp != stamp or not isinstance(entries, dict):
+                return {}
+            from cachedoctor.state import mark_used
+
+            mark_used(file, path)
     except Exception:  # missing, unreadable, truncated, from other code: rebuilt
-        return {}
-    if saved_stamp != stamp or not isinstance(entries, dict):
         return {}
     return entries
 
