@@ -17,6 +17,8 @@ def scan_progress() -> Iterator[ProgressCallback]:
     """A spinner on stderr naming the folder being scanned, its entries and bytes so far, from
     SHOW_AFTER on; before that nothing is built (a quick scan does not import rich's progress),
     and it never writes to stdout, which may be a file the report goes to."""
+    from cachedoctor.sizes import format_size
+
     started_at = time.monotonic()
     bar: Any = None
     task: Any = None
@@ -30,8 +32,6 @@ def scan_progress() -> Iterator[ProgressCallback]:
             bar, task = _scan_bar(line)
         else:
             bar.update(task, description=line)
-
-    from cachedoctor.sizes import format_size
 
     try:
         yield update

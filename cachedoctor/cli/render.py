@@ -365,7 +365,7 @@ def _print_rich_table(console: Console, columns: Sequence[Column], shown: list[i
     table = Table(box=None, header_style="bold", pad_edge=False, show_edge=False)
     for i in shown:
         column = columns[i]
-        folds = column.kind in ("path", "prose") or (column.kind == "text" and fold_text)
+        folds = _folds(column, fold_text)
         table.add_column(Text(column.header), justify="right" if column.kind == "number" else "left",
                          no_wrap=not folds, overflow="fold")
     for row in rows:
