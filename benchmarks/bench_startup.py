@@ -76,6 +76,20 @@ def fill_home(home: Path) -> list[Path]:
 _LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
 
 
+# Imported by a dependency only when installed (msgspec: typing_extensions, with inspect and
+# ast about 10 ms here). A development or test venv has it (huggingface_hub, mypy); a user's
+# `pipx install cachedoctor` does not, so time a venv holding cachedoctor alone.
+OPTIONAL_IMPORTS = ("typing_extensions",)
+
+
+def extras_present(python: str) -> list[str]:
+    """Which of OPTIONAL_IMPORTS `python` can import (each makes its start-up slower than a
+    user's)."""
+    probe = ("import importlib.util, sys\n"
+             f"print(' '.join(m for m in {OPTIONAL_IMPORTS!r} if importlib.util.find_spec(m)))")
+    return subprocess.run([python, "-c", probe], capture_output=True, text=True).stdout.split()
+
+
 def import_profile(argv: list[str], runs: int) -> list[tuple[str, float, float]]:
     """[(module, self ms, cumulative ms)] of the imports `argv` does directly (depth 1) and of
     every package-level module, averaged over `runs` runs, slowest first."""
@@ -169,6 +183,9 @@ def main() -> int:
             "profiles list": import_profile([*module_argv, "profiles", "list"], 5),
             "doctor": import_profile([*module_argv, "doctor"], 5),
         }
+    extras = {"measured": extras_present(sys.executable)}
+    if args.against:
+        extras["against"] = extras_present(args.against)
     base = median(samples["python -c pass"])
     figures = {name: {"median_ms": round(median(s) * 1000, 1),
                       "cpu_ms": round(median(cpu[name]) * 1000, 1),
@@ -182,13 +199,16 @@ def main() -> int:
         print(json.dumps({"machine": machine(), "runs": args.runs, "figures": figures,
                           "version_target_met": ok, "hot_targets_met": hot_ok,
                           "default_scan_target_met": default_ok,
-                          "full_home_folders": len(folders),
+                          "full_home_folders": len(folders), "optional_imports_present": extras,
                           "imports": {k: [{"module": m, "self_ms": round(s, 1),
                                            "cumulative_ms": round(c, 1)}
                                           for m, s, c in v[:args.top]]
                                       for k, v in profiles.items()}}, indent=2))
     else:
         print(f"machine: {machine()}")
+        for which, present in extras.items():
+            print(f"{which} install: {', '.join(present) or 'no'} optional imports present"
+                  + (" (a user's install has none: slower than theirs)" if present else ""))
         print(f"{'command':40} {'median':>9} {'cpu':>9} {'vs python -c pass':>18}")
         for name, fig in figures.items():
             print(f"{name:40} {fig['median_ms']:7.1f}ms {fig['cpu_ms']:7.1f}ms "

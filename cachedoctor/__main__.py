@@ -1,6 +1,6 @@
 """`python -m cachedoctor`."""
 
-from cachedoctor.cli import main
+from cachedoctor.cli import run_program
 
 if __name__ == "__main__":
-    main()
+    run_program()

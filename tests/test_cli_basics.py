@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 from cachedoctor import __version__
 from cachedoctor.cli.commands import COMMANDS, command_word
@@ -93,3 +94,76 @@ def test_json_is_one_document_on_stdout() -> None:
     result = run_cli("profiles", "list", "--json")
     assert result.returncode == 0
     assert isinstance(result_of(result)["profiles"], list)
+
+
+END_OF_PROGRAM = """
+import atexit, os, sys, threading, time
+from cachedoctor import cli
+
+marks = sys.argv[1]
+
+class Noisy:
+    def __del__(self):  # runs only in the interpreter's teardown
+        os.write(2, b"torn down\\n")
+
+keep = Noisy()
+
+def fake_main():
+    atexit.register(lambda: open(os.path.join(marks, "handler"), "w").close())
+    def late():
+        time.sleep(0.2)
+        open(os.path.join(marks, "thread"), "w").close()
+    threading.Thread(target=late).start()  # not a daemon: the interpreter waits for it
+    sys.stdout.write("x" * int(os.environ["END_SIZE"]))  # the end of it still in the buffer
+    code = eval(os.environ["END_CODE"])
+    if code == "raise":
+        raise ValueError("boom")
+    sys.exit(code)
+
+cli.main = fake_main
+cli.run_program()
+"""
+
+
+# stdout buffered, as it is for a program (PYTHONUNBUFFERED would write every byte at once)
+BUFFERED = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+
+
+def test_the_program_ends_with_mains_status_after_the_threads_handlers_and_output(
+        tmp_path: Path) -> None:
+    """run_program skips the interpreter's teardown (a finalizer does not run) and nothing
+    else: the status sys.exit gives, every byte written, the exit handlers and the threads."""
+    for code, status in (("0", 0), ("3", 3), ("None", 0), ("300", 44), ("-1", 255),
+                         ("'a message'", 1), ("True", 1)):
+        marks = tmp_path / f"marks{status}-{len(code)}"
+        marks.mkdir()
+        done = subprocess.run([sys.executable, "-c", END_OF_PROGRAM, str(marks)],
+                              capture_output=True, text=True, timeout=60,
+                              env={**BUFFERED, "END_CODE": code, "END_SIZE": "200000"})
+        assert done.returncode == status, (code, done.stderr)
+        assert done.stdout == "x" * 200_000
+        assert sorted(p.name for p in marks.iterdir()) == ["handler", "thread"]
+        assert "torn down" not in done.stderr
+        if code == "'a message'":
+            assert done.stderr == "a message\n"
+
+
+def test_an_exception_out_of_main_gets_the_usual_teardown(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", END_OF_PROGRAM, str(tmp_path)],
+                          capture_output=True, text=True, timeout=60,
+                          env={**BUFFERED, "END_CODE": "'raise'", "END_SIZE": "10"})
+    assert done.returncode == 1
+    assert "ValueError: boom" in done.stderr and "torn down" in done.stderr
+
+
+def test_output_that_cannot_be_flushed_at_the_end_gives_status_120(tmp_path: Path) -> None:
+    """As the interpreter's own flush at exit does: the reader of stdout has gone."""
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run([sys.executable, "-c", END_OF_PROGRAM, str(tmp_path)],
+                              stdout=write, stderr=subprocess.PIPE, text=True, timeout=60,
+                              env={**BUFFERED, "END_CODE": "0", "END_SIZE": "100"})
+    finally:
+        os.close(write)
+    assert done.returncode == 120

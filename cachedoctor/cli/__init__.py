@@ -18,6 +18,45 @@ def _terminate(signum: int, _frame: object) -> None:
     raise Terminated(signum)
 
 
+def run_program() -> None:
+    """The console script and `python -m cachedoctor`: `main()`, then the process ends without
+    the interpreter's teardown.
+
+    Freeing every module and object one by one at exit took about 20 ms of a 150 ms run of a
+    hot command (measured; `python -c pass` tears down in about 1 ms), for memory the
+    operating system reclaims at once anyway. `_end_process` is registered before anything else,
+    so it is the last exit handler: Python has joined every thread and run every other handler
+    (a temporary folder's removal, a fault-injection report) when it flushes stdout and stderr
+    and ends the process with the exit code. Where `main` raises anything but SystemExit, the
+    teardown runs as always. `main` itself exits normally, for a caller embedding it."""
+    import atexit
+
+    atexit.register(_end_process)
+    try:
+        main()
+    except SystemExit as exc:  # the status the interpreter gives each kind of code
+        code = exc.code
+        _EXIT_CODE.append(0 if code is None else code if isinstance(code, int) else 1)
+        raise
+    _EXIT_CODE.append(0)
+
+
+_EXIT_CODE: list[int] = []  # set by run_program once main has ended with a code
+
+
+def _end_process() -> None:
+    if not _EXIT_CODE:
+        return
+    code = _EXIT_CODE[0]
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            if stream is not None:
+                stream.flush()
+        except (OSError, ValueError):  # as the interpreter's own flush at exit: status 120
+            code = 120
+    os._exit(code & 0xFF)  # as exit(3) takes it: -1 is 255
+
+
 def main() -> None:
     if sys.argv[1:] in (["--version"], ["-V"]):
         from cachedoctor import __version__
