@@ -92,11 +92,15 @@ def extras_present(python: str) -> list[str]:
 
 def import_profile(argv: list[str], runs: int) -> list[tuple[str, float, float]]:
     """[(module, self ms, cumulative ms)] of the imports `argv` does directly (depth 1) and of
-    every package-level module, averaged over `runs` runs, slowest first."""
+    every package-level module, averaged over `runs` runs, slowest first. Run outside the
+    checkout (`-m cachedoctor` would import the checkout's, not the install's), after one
+    untimed run: the spec and the index of that install are warm, as for the timed commands."""
     totals: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    neutral = tempfile.gettempdir()
+    subprocess.run([sys.executable, *argv], capture_output=True, env=bench_env(), cwd=neutral)
     for _ in range(runs):
         err = subprocess.run([sys.executable, "-X", "importtime", *argv], capture_output=True,
-                             text=True, env=bench_env()).stderr
+                             text=True, env=bench_env(), cwd=neutral).stderr
         for line in err.splitlines():
             m = _LINE.match(line)
             if not m:

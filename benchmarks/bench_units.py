@@ -127,6 +127,10 @@ def main() -> int:
                         help="also time `ls` with the cachedoctor installed for this Python (a "
                              "venv of the code before a change), interleaved, with its own "
                              "state folder")
+    parser.add_argument("--python", metavar="PYTHON",
+                        help="time the cachedoctor installed for this Python, not the one "
+                             "running this script (which needs huggingface_hub): a venv "
+                             "holding cachedoctor alone starts as a user's install does")
     args = parser.parse_args()
     hf = shutil.which("hf") or str(Path(sys.executable).with_name("hf"))
     base = Path(tempfile.mkdtemp(prefix="bench-units-", dir=args.dir))
@@ -138,7 +142,7 @@ def main() -> int:
         by_age = [uid for uid, _ in sorted(made, key=lambda m: m[1])]
         total = int(subprocess.check_output(["du", "-sB1", str(template)]).split()[0])
         named = by_age[::max(1, len(by_age) // 100)][:100]
-        cd = cachedoctor_argv()
+        cd = cachedoctor_argv(args.python) if args.python else cachedoctor_argv()
         other = cachedoctor_argv(args.against) if args.against else None
         samples: dict[str, list[float]] = {}
         facts: dict[str, object] = {"repos": args.repos, "hub_bytes": total,
