@@ -144,6 +144,21 @@ def test_print_table_never_cuts_a_path_or_a_number(width: int) -> None:
     assert path in re.sub(r"\s+", "", out) and "123.4 GiB" in out and "sentence-transformers" in out
 
 
+@pytest.mark.parametrize("width", range(4, 17))
+def test_records_never_wrap_a_size_or_a_count(width: int) -> None:
+    """Too narrow for a table (one record per block): `size: 88.0 KiB` that does not fit puts
+    the size on a line of its own, whole, even wider than the terminal."""
+    columns = [Column("tool"), number_column("size"), number_column("files"), path_column()]
+    stream = io.StringIO()
+    console = Console(file=stream, width=width, color_system=None)
+    print_table(console, columns, [["pip", "88.0 KiB", "12,345", "/srv/a/b"]])
+    out = stream.getvalue()
+    lines = [line.strip() for line in out.splitlines()]
+    for header, value in (("size", "88.0 KiB"), ("files", "12,345")):
+        assert f"{header}: {value}" in lines or value in lines, lines  # whole, on one line
+        assert f"{header}:" in re.sub(r"\s+", "", out)  # a header folds as text may
+
+
 def test_scan_in_a_real_80_column_terminal(long_home: Path, tmp_path: Path) -> None:
     """tmux gives the CLI a real terminal (stdout is a tty, its width is asked of the tty)."""
     if shutil.which("tmux") is None:

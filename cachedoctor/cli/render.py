@@ -394,5 +394,12 @@ def _print_records(console: Console, columns: Sequence[Column], shown: list[int]
             if columns[i].kind == "path":
                 for piece in fold_path(line, console.width):
                     console.print(piece, markup=False, highlight=False, soft_wrap=True)
+            elif columns[i].kind == "number" and cell_width(line) > console.width:
+                # a size or count is never wrapped (`88.0` over `KiB`): on a line of its own,
+                # whole even where it is wider than the terminal
+                console.print(f"  {columns[i].header}:", markup=False, highlight=False,
+                              overflow="fold")
+                value = f"    {row[i]}" if cell_width(row[i]) + 4 <= console.width else row[i]
+                console.print(value, markup=False, highlight=False, soft_wrap=True)
             else:
                 console.print(line, markup=False, highlight=False, overflow="fold")
