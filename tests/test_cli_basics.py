@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from cachedoctor import __version__
 from cachedoctor.cli.commands import COMMANDS, command_word
@@ -118,28 +124,37 @@ def fake_main():
     code = eval(os.environ["END_CODE"])
     if code == "raise":
         raise ValueError("boom")
+    if os.environ.get("END_CLOSE"):
+        sys.stdout.close()
     sys.exit(code)
 
+if os.environ.get("END_EARLY"):  # a handler before run_program's (sitecustomize, coverage)
+    atexit.register(lambda: open(os.path.join(marks, "early"), "w").close())
 cli.main = fake_main
 cli.run_program()
 """
 
-
 # stdout buffered, as it is for a program (PYTHONUNBUFFERED would write every byte at once)
 BUFFERED = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+
+
+def end_of_program(marks: Path, code: str, size: int = 200_000, stdout: Any = subprocess.PIPE,
+                   **extra: str) -> subprocess.CompletedProcess[str]:
+    marks.mkdir(exist_ok=True)
+    return subprocess.run([sys.executable, "-c", END_OF_PROGRAM, str(marks)], stdout=stdout,
+                          stderr=subprocess.PIPE, text=True, timeout=60,
+                          env={**BUFFERED, "END_CODE": code, "END_SIZE": str(size), **extra})
 
 
 def test_the_program_ends_with_mains_status_after_the_threads_handlers_and_output(
         tmp_path: Path) -> None:
     """run_program skips the interpreter's teardown (a finalizer does not run) and nothing
     else: the status sys.exit gives, every byte written, the exit handlers and the threads."""
-    for code, status in (("0", 0), ("3", 3), ("None", 0), ("300", 44), ("-1", 255),
-                         ("'a message'", 1), ("True", 1)):
-        marks = tmp_path / f"marks{status}-{len(code)}"
-        marks.mkdir()
-        done = subprocess.run([sys.executable, "-c", END_OF_PROGRAM, str(marks)],
-                              capture_output=True, text=True, timeout=60,
-                              env={**BUFFERED, "END_CODE": code, "END_SIZE": "200000"})
+    for n, (code, status) in enumerate((("0", 0), ("3", 3), ("None", 0), ("300", 44),
+                                        ("-1", 255), ("2**63", 255), ("'a message'", 1),
+                                        ("True", 1))):
+        marks = tmp_path / f"marks{n}"
+        done = end_of_program(marks, code)
         assert done.returncode == status, (code, done.stderr)
         assert done.stdout == "x" * 200_000
         assert sorted(p.name for p in marks.iterdir()) == ["handler", "thread"]
@@ -148,22 +163,76 @@ def test_the_program_ends_with_mains_status_after_the_threads_handlers_and_outpu
             assert done.stderr == "a message\n"
 
 
+def test_a_handler_registered_before_the_program_runs_and_so_does_the_teardown(
+        tmp_path: Path) -> None:
+    done = end_of_program(tmp_path, "3", END_EARLY="1")
+    assert done.returncode == 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["early", "handler", "thread"]
+    assert "torn down" in done.stderr
+
+
 def test_an_exception_out_of_main_gets_the_usual_teardown(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-c", END_OF_PROGRAM, str(tmp_path)],
-                          capture_output=True, text=True, timeout=60,
-                          env={**BUFFERED, "END_CODE": "'raise'", "END_SIZE": "10"})
+    done = end_of_program(tmp_path, "'raise'", size=10)
     assert done.returncode == 1
     assert "ValueError: boom" in done.stderr and "torn down" in done.stderr
 
 
-def test_output_that_cannot_be_flushed_at_the_end_gives_status_120(tmp_path: Path) -> None:
-    """As the interpreter's own flush at exit does: the reader of stdout has gone."""
+def test_a_stdout_closed_by_main_keeps_its_status(tmp_path: Path) -> None:
+    done = end_of_program(tmp_path, "3", size=10, END_CLOSE="1")
+    assert done.returncode == 3 and done.stderr == ""
+
+
+def test_output_that_cannot_be_written_at_the_end_fails_the_command_and_says_why(
+        tmp_path: Path) -> None:
+    """A full disk: status 1 and the reason (a report cut short is never silent); a reader
+    that has gone (`| head`) is no error worth a word: status 1, quiet."""
+    with open("/dev/full", "w") as full:
+        done = end_of_program(tmp_path, "0", size=100, stdout=full)
+    assert done.returncode == 1
+    assert done.stderr == "error: the output could not be written: No space left on device\n"
     read, write = os.pipe()
     os.close(read)
     try:
-        done = subprocess.run([sys.executable, "-c", END_OF_PROGRAM, str(tmp_path)],
-                              stdout=write, stderr=subprocess.PIPE, text=True, timeout=60,
-                              env={**BUFFERED, "END_CODE": "0", "END_SIZE": "100"})
+        done = end_of_program(tmp_path, "0", size=100, stdout=write)
     finally:
         os.close(write)
-    assert done.returncode == 120
+    assert done.returncode == 1 and done.stderr == ""
+
+
+def test_ctrl_c_while_the_last_write_waits_on_a_full_pipe(tmp_path: Path) -> None:
+    read, write = os.pipe()
+    os.set_blocking(write, False)
+    with contextlib.suppress(BlockingIOError):
+        while True:
+            os.write(write, b"\0" * 65536)  # nobody reads: the program's last flush waits
+    os.set_blocking(write, True)
+    try:
+        proc = subprocess.Popen([sys.executable, "-c", END_OF_PROGRAM, str(tmp_path)],
+                                stdout=write, stderr=subprocess.PIPE, text=True,
+                                env={**BUFFERED, "END_CODE": "0", "END_SIZE": "100"})
+        time.sleep(1.5)  # started, and blocked in the final flush
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        os.close(write)
+        os.close(read)
+    assert proc.returncode == 130, err
+    assert err == "\ninterrupted\n"
+
+
+@pytest.mark.parametrize("args", [("profiles", "list"), ("scan", "--json")])
+def test_a_real_command_into_a_full_disk_says_so_without_a_traceback(args: tuple[str, ...]) -> None:
+    with open("/dev/full", "w") as full:
+        done = subprocess.run([sys.executable, "-m", "cachedoctor", *args], stdout=full,
+                              stderr=subprocess.PIPE, text=True, timeout=300, env=BUFFERED)
+    assert done.returncode == 1  # mid-run (a long table) or at the end (the envelope)
+    assert done.stderr.startswith("error: ") and "No space left on device" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_a_closed_stdout_is_said_and_the_command_runs() -> None:
+    done = subprocess.run(["sh", "-c", 'exec "$@" >&-', "sh", sys.executable, "-m",
+                           "cachedoctor", "profiles", "list"], capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == "warning: stdout is closed: the output is discarded\n"

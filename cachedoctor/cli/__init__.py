@@ -24,19 +24,21 @@ def run_program() -> None:
 
     Freeing every module and object one by one at exit took about 20 ms of a 150 ms run of a
     hot command (measured; `python -c pass` tears down in about 1 ms), for memory the
-    operating system reclaims at once anyway. `_end_process` is registered before anything else,
-    so it is the last exit handler: Python has joined every thread and run every other handler
+    operating system reclaims at once anyway. `_end_process` is registered before any other
+    exit handler, so it runs last: Python has joined every thread and run every other handler
     (a temporary folder's removal, a fault-injection report) when it flushes stdout and stderr
-    and ends the process with the exit code. Where `main` raises anything but SystemExit, the
-    teardown runs as always. `main` itself exits normally, for a caller embedding it."""
+    and ends the process with main's status. Where a handler was registered before it (a
+    `sitecustomize`, a `.pth` hook such as coverage's), or `main` raises anything but
+    SystemExit, the teardown runs as always. `main` itself exits normally, for a caller
+    embedding it."""
     import atexit
 
-    atexit.register(_end_process)
+    if getattr(atexit, "_ncallbacks", lambda: 1)() == 0:  # CPython's count of the handlers
+        atexit.register(_end_process)
     try:
         main()
-    except SystemExit as exc:  # the status the interpreter gives each kind of code
-        code = exc.code
-        _EXIT_CODE.append(0 if code is None else code if isinstance(code, int) else 1)
+    except SystemExit as exc:
+        _EXIT_CODE.append(exit_status(exc.code))
         raise
     _EXIT_CODE.append(0)
 
@@ -44,20 +46,77 @@ def run_program() -> None:
 _EXIT_CODE: list[int] = []  # set by run_program once main has ended with a code
 
 
+def exit_status(code: object) -> int:
+    """The status the interpreter exits with for `sys.exit(code)` (`_Py_HandleSystemExit`):
+    0 for None, an int as a C long holds it (-1 when it does not fit), 1 for anything else
+    (which it prints)."""
+    if code is None:
+        return 0
+    if not isinstance(code, int):
+        return 1
+    half = 1 << (31 if os.name == "nt" else 63)  # a C long: 32 bits on Windows
+    return code if -half <= code < half else -1
+
+
 def _end_process() -> None:
     if not _EXIT_CODE:
         return
     code = _EXIT_CODE[0]
+    try:
+        code = _flush_output(code)
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM while a full pipe held the last write
+        code = 128 + exc.signum if isinstance(exc, Terminated) else 130
+        _tell("\ninterrupted\n")
+    os._exit(code if os.name == "nt" else code & 0xFF)  # as exit(3) takes it: -1 is 255
+
+
+def _flush_output(code: int) -> int:
+    """Flush what is still buffered, as the interpreter does at exit (a closed stream is
+    skipped). Output that cannot be written fails the command (1) and says why; a reader
+    that has gone (`| head`) is not an error worth a word, as in `guard`."""
+    from cachedoctor.errors import EXIT_FAILED
+
     for stream in (sys.stdout, sys.stderr):
+        if stream is None or getattr(stream, "closed", False):
+            continue
         try:
-            if stream is not None:
-                stream.flush()
-        except (OSError, ValueError):  # as the interpreter's own flush at exit: status 120
-            code = 120
-    os._exit(code & 0xFF)  # as exit(3) takes it: -1 is 255
+            stream.flush()
+        except BrokenPipeError:
+            code = code or EXIT_FAILED
+        except (OSError, ValueError) as exc:
+            code = code or EXIT_FAILED
+            if stream is sys.stdout:
+                report_lost_output(exc)
+    return code
+
+
+def report_lost_output(exc: Exception) -> None:
+    """stdout could not be written (a full disk, an I/O error): say so on stderr."""
+    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+    _tell(f"error: the output could not be written: {reason}\n")
+
+
+def _tell(text: str) -> None:
+    try:
+        if sys.stderr is not None:
+            sys.stderr.write(text)
+            sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _discard_closed_streams() -> None:
+    """Started with stdout or stderr closed (`cachedoctor scan >&-`), Python has None for it:
+    what would go there is discarded, and a closed stdout is said once on stderr."""
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the whole run
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the whole run
+        _tell("warning: stdout is closed: the output is discarded\n")
 
 
 def main() -> None:
+    _discard_closed_streams()
     if sys.argv[1:] in (["--version"], ["-V"]):
         from cachedoctor import __version__
 

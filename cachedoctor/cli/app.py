@@ -118,8 +118,7 @@ def run(argv: list[str] | None = None, *, keep_specs: bool = False) -> int:
     name, json_out = command_path(command, args)
     output.begin(name, json_out=json_out)
     code = _run(command, args)
-    output.finish(code)
-    return code
+    return output.finish(code)
 
 
 def _run(command: Any, argv: list[str]) -> int:

@@ -19,6 +19,8 @@ import json
 import sys
 from typing import Any
 
+from cachedoctor.errors import EXIT_FAILED
+
 SCHEMA_PREFIX = "cachedoctor."
 VERSIONS: dict[str, int] = {}  # command path -> its result's version, when not 1
 
@@ -73,18 +75,26 @@ def envelope(exit_code: int) -> dict[str, Any]:
             "errors": list(SESSION.errors)}
 
 
-def finish(exit_code: int) -> None:
-    """Print the envelope of a `--json` run (once)."""
+def finish(exit_code: int) -> int:
+    """Print the envelope of a `--json` run (once). Returns the exit code: 1 where it was 0 and
+    the envelope could not be written (a full disk: said on stderr)."""
     if not SESSION.json or SESSION.printed:
-        return
+        return exit_code
     SESSION.printed = True
     try:
         write_json(envelope(exit_code))
         sys.stdout.flush()
-    except BrokenPipeError:  # `| head`: the reader has gone, which is not an error
+    except OSError as exc:
+        if not isinstance(exc, BrokenPipeError):  # `| head`: the reader has gone, no error
+            from cachedoctor.cli import report_lost_output
+
+            report_lost_output(exc)
+            exit_code = exit_code or EXIT_FAILED
         import os
 
+        # what is still buffered goes nowhere, not into a second failure at exit
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return exit_code
 
 
 def write_json(document: Any) -> None:

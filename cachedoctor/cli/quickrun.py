@@ -68,8 +68,7 @@ def attempt(args: list[str]) -> int | None:
     # an envelope whenever `--json` is a word of the line, as `app.command_path` decides
     output.begin(path.replace(" ", "."), json_out=bool(values.get("json_out")) or "--json" in args)
     code = guard.guarded(run)
-    output.finish(code)
-    return code
+    return output.finish(code)
 
 
 def _spec_of(word: str) -> specs.Spec | None:
