@@ -107,12 +107,14 @@ def _tell(text: str) -> None:
 
 def _discard_closed_streams() -> None:
     """Started with stdout or stderr closed (`cachedoctor scan >&-`), Python has None for it:
-    what would go there is discarded, and a closed stdout is said once on stderr."""
+    what would go there is discarded, and a closed stdout is said once on stderr (not by a
+    Tab: a shell shows stderr on the command line being edited)."""
     if sys.stderr is None:
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - for the whole run
     if sys.stdout is None:
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - for the whole run
-        _tell("warning: stdout is closed: the output is discarded\n")
+        if not os.environ.get("_CACHEDOCTOR_COMPLETE"):
+            _tell("warning: stdout is closed: the output is discarded\n")
 
 
 def main() -> None:
