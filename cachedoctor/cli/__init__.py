@@ -63,11 +63,13 @@ def _end_process() -> None:
         return
     code = _EXIT_CODE[0]
     try:
-        code = _flush_output(code)
-    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM while a full pipe held the last write
-        code = 128 + exc.signum if isinstance(exc, Terminated) else 130
-        _tell("\ninterrupted\n")
-    os._exit(code if os.name == "nt" else code & 0xFF)  # as exit(3) takes it: -1 is 255
+        try:
+            code = _flush_output(code)
+        except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM while a full pipe held the write
+            code = 128 + exc.signum if isinstance(exc, Terminated) else 130
+            _tell("\ninterrupted\n")
+    finally:  # a second signal does not get past this handler either
+        os._exit(code if os.name == "nt" else code & 0xFF)  # as exit(3) takes it: -1 is 255
 
 
 def _flush_output(code: int) -> int:
