@@ -126,6 +126,8 @@ def fake_main():
         raise ValueError("boom")
     if os.environ.get("END_CLOSE"):
         sys.stdout.close()
+    if os.environ.get("END_READY"):  # main is done: the last flush comes next
+        open(os.path.join(marks, "ready"), "w").close()
     sys.exit(code)
 
 if os.environ.get("END_EARLY"):  # a handler before run_program's (sitecustomize, coverage)
@@ -134,8 +136,11 @@ cli.main = fake_main
 cli.run_program()
 """
 
-# stdout buffered, as it is for a program (PYTHONUNBUFFERED would write every byte at once)
-BUFFERED = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+def buffered() -> dict[str, str]:
+    """This test's environment (its sandboxed home) with stdout buffered, as it is for a
+    program (PYTHONUNBUFFERED would write every byte at once). Taken when called: at import
+    the environment is still the real home's."""
+    return {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
 
 
 def end_of_program(marks: Path, code: str, size: int = 200_000, stdout: Any = subprocess.PIPE,
@@ -143,7 +148,7 @@ def end_of_program(marks: Path, code: str, size: int = 200_000, stdout: Any = su
     marks.mkdir(exist_ok=True)
     return subprocess.run([sys.executable, "-c", END_OF_PROGRAM, str(marks)], stdout=stdout,
                           stderr=subprocess.PIPE, text=True, timeout=60,
-                          env={**BUFFERED, "END_CODE": code, "END_SIZE": str(size), **extra})
+                          env={**buffered(), "END_CODE": code, "END_SIZE": str(size), **extra})
 
 
 def test_the_program_ends_with_mains_status_after_the_threads_handlers_and_output(
@@ -209,8 +214,11 @@ def test_ctrl_c_while_the_last_write_waits_on_a_full_pipe(tmp_path: Path) -> Non
     try:
         proc = subprocess.Popen([sys.executable, "-c", END_OF_PROGRAM, str(tmp_path)],
                                 stdout=write, stderr=subprocess.PIPE, text=True,
-                                env={**BUFFERED, "END_CODE": "0", "END_SIZE": "100"})
-        time.sleep(1.5)  # started, and blocked in the final flush
+                                env={**buffered(), "END_CODE": "0", "END_SIZE": "100", "END_READY": "1"})
+        deadline = time.monotonic() + 60
+        while not (tmp_path / "ready").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # past main and the other handlers: blocked in the final flush
         proc.send_signal(signal.SIGINT)
         _, err = proc.communicate(timeout=60)
     finally:
@@ -224,7 +232,7 @@ def test_ctrl_c_while_the_last_write_waits_on_a_full_pipe(tmp_path: Path) -> Non
 def test_a_real_command_into_a_full_disk_says_so_without_a_traceback(args: tuple[str, ...]) -> None:
     with open("/dev/full", "w") as full:
         done = subprocess.run([sys.executable, "-m", "cachedoctor", *args], stdout=full,
-                              stderr=subprocess.PIPE, text=True, timeout=300, env=BUFFERED)
+                              stderr=subprocess.PIPE, text=True, timeout=300, env=buffered())
     assert done.returncode == 1  # mid-run (a long table) or at the end (the envelope)
     assert done.stderr.startswith("error: ") and "No space left on device" in done.stderr
     assert "Traceback" not in done.stderr

@@ -34,7 +34,9 @@ def guarded(call: Callable[[], int]) -> int:
         output.add_error(exc.exit_code, exc.kind, exc.message, exc.hint)
         return exc.exit_code
     except BrokenPipeError:  # `| head` has read enough: quiet, and the code typer's own gives
-        _silence_stdout()
+        from cachedoctor.cli.output import silence_stdout
+
+        silence_stdout()
         return EXIT_FAILED
     except OSError as exc:  # a drive turned read-only, full, or failing: say which file, no traceback
         where = f"{exc.filename}: " if exc.filename else ""
@@ -55,17 +57,6 @@ def guarded(call: Callable[[], int]) -> int:
                          f"the details are in {log}")
         _tell_what_is_unfinished()
         return EXIT_FAILED
-
-
-def _silence_stdout() -> None:
-    """Point stdout at the null device, so that the interpreter's last flush of what the reader
-    will never take does not print a traceback of its own (Python's documented recipe for
-    SIGPIPE)."""
-    import contextlib
-    import os
-
-    with contextlib.suppress(OSError, ValueError, AttributeError):  # no real stdout: no flush
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def _interrupted(exc: KeyboardInterrupt) -> int:

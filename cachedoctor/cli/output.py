@@ -90,11 +90,19 @@ def finish(exit_code: int) -> int:
 
             report_lost_output(exc)
             exit_code = exit_code or EXIT_FAILED
-        import os
-
-        # what is still buffered goes nowhere, not into a second failure at exit
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        silence_stdout()  # what is still buffered goes nowhere, not into a second failure
     return exit_code
+
+
+def silence_stdout() -> None:
+    """Point stdout at the null device, so that the last flush of what nobody will read (the
+    reader has gone, the disk is full) does not fail a second time (Python's documented recipe
+    for SIGPIPE)."""
+    import contextlib
+    import os
+
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no real stdout: no flush
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def write_json(document: Any) -> None:
