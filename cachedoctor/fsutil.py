@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
 from pathlib import Path
 from typing import BinaryIO
 
@@ -36,6 +35,8 @@ def atomic_write_bytes(
             mode = target.stat().st_mode & 0o7777
         except FileNotFoundError:
             mode = 0o644
+    import tempfile  # here, not at the top: 3 ms of every hot command's start (shutil, random)
+
     fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "wb") as fh:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import sys
 import time
 from pathlib import Path
 from typing import BinaryIO
@@ -14,21 +15,55 @@ STALE_AFTER = 30 * 86400  # seconds: another install's cache no run has written 
 
 
 def config_dir() -> Path:
+    xdg = _xdg_folder("XDG_CONFIG_HOME", ".config")
+    if xdg is not None:
+        return Path(xdg, APP)
     from platformdirs import user_config_dir
 
     return Path(user_config_dir(APP, appauthor=False))
 
 
 def state_dir() -> Path:
+    xdg = _xdg_folder("XDG_STATE_HOME", ".local/state")
+    if xdg is not None:
+        return Path(xdg, APP)
     from platformdirs import user_state_dir
 
     return Path(user_state_dir(APP, appauthor=False))
 
 
 def log_dir() -> Path:
+    if _xdg_folder("XDG_STATE_HOME", ".local/state") is not None:
+        return state_dir() / "log"
     from platformdirs import user_log_dir
 
     return Path(user_log_dir(APP, appauthor=False))
+
+
+def _xdg_folder(variable: str, default: str) -> str | None:
+    """On Linux, the base folder the XDG Base Directory spec names: `variable` when it holds an
+    absolute path (a relative one is invalid and ignored), else `default` below an absolute
+    HOME, else the passwd entry's home. This is what platformdirs answers there
+    (tests/test_state.py compares them), read here because importing platformdirs, with the
+    tempfile, shutil and random it imports, is about 4 ms of every hot command's start.
+    None elsewhere (Windows asks the shell API, macOS has its own folders, Android an app's),
+    and where no home is known: platformdirs answers then."""
+    if sys.platform != "linux" or hasattr(sys, "getandroidapilevel") or "ANDROID_DATA" in os.environ:
+        return None
+    value = os.environ.get(variable, "")
+    if os.path.isabs(value):
+        return value
+    home = os.environ.get("HOME", "")
+    if not os.path.isabs(home):
+        try:
+            import pwd
+
+            home = pwd.getpwuid(os.getuid()).pw_dir
+        except (ImportError, KeyError):
+            return None
+        if not os.path.isabs(home):
+            return None
+    return os.path.join(home.rstrip("/") or "/", default)
 
 
 def journal_dir() -> Path:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import glob
-import hashlib
 import json
 import os
 import shlex
@@ -41,6 +40,11 @@ from cachedoctor.host import Host, current_os_name
 from cachedoctor.locate import shellenv
 from cachedoctor.locate.files import FileView
 from cachedoctor.locate.world import EnvValue
+
+try:  # hashlib's own BLAKE2, without the OpenSSL start-up `import hashlib` costs (3 ms a run)
+    from _blake2 import blake2b
+except ImportError:  # an interpreter without CPython's module
+    from hashlib import blake2b
 
 DISABLE_ENV = "CACHEDOCTOR_NO_SHELL"
 TIMEOUT = 3.0
@@ -274,7 +278,7 @@ def _key(shell: str, env: dict[str, str], watched: list[str]) -> str:
         paths += sorted(glob.glob(pattern)) if any(c in pattern for c in "*?[") else [pattern]
     state = [_CACHE_VERSION, shell, _stat(shell), sorted(env.items()),
              [(path, _stat(path)) for path in dict.fromkeys(paths)]]
-    return hashlib.sha256(json.dumps(state).encode("utf-8", "surrogateescape")).hexdigest()
+    return blake2b(json.dumps(state).encode("utf-8", "surrogateescape"), digest_size=32).hexdigest()
 
 
 def cache_file() -> str:

@@ -19,7 +19,6 @@ import functools
 import os
 import pickle
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -166,6 +165,8 @@ def _write(path: Path, *documents: Any) -> None:
     """Replace the index atomically; a cache folder that cannot be written only costs speed."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
+        import tempfile  # only when the index is rewritten: 3 ms of every start otherwise
+
         fd, temp = tempfile.mkstemp(prefix=".profile-index.", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as file:

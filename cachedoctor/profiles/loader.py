@@ -123,9 +123,9 @@ def builtin_profiles_dir() -> Path:
 
 
 def user_profiles_dir() -> Path:
-    from platformdirs import user_config_dir
+    from cachedoctor.state import config_dir
 
-    return Path(user_config_dir("cachedoctor", appauthor=False)) / "profiles"
+    return config_dir() / "profiles"
 
 
 def profile_dirs(extra: Sequence[str | Path] = ()) -> list[tuple[Path, Origin]]:
