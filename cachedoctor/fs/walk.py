@@ -33,7 +33,6 @@ On Windows the descriptors are the seam's (`fs.windows`); the walk is the same c
 from __future__ import annotations
 
 import contextlib
-import copy
 import errno
 import gc
 import os
@@ -354,6 +353,8 @@ class TreeWalk:
             self._absorb(state)
 
     def _subtree(self, task: Task) -> Any:
+        import copy  # only a walk split into subtrees needs it: 1 ms of every start otherwise
+
         clone = copy.copy(self)
         clone._fresh()
         clone._walk_task(task, private=True)  # the root is never removed: its counts don't matter
