@@ -33,8 +33,9 @@ def state_dir() -> Path:
 
 
 def log_dir() -> Path:
-    if _xdg_folder("XDG_STATE_HOME", ".local/state") is not None:
-        return state_dir() / "log"
+    xdg = _xdg_folder("XDG_STATE_HOME", ".local/state")
+    if xdg is not None:
+        return Path(xdg, APP, "log")
     from platformdirs import user_log_dir
 
     return Path(user_log_dir(APP, appauthor=False))
