@@ -28,6 +28,7 @@ listed in `errors` and makes the result `partial`.
 from __future__ import annotations
 
 import errno
+import os
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -170,6 +171,7 @@ class _Measure(TreeWalk):
         self.next_report = PROGRESS_EVERY
         self.progress: dict[int, tuple[int, int]] = {}
         self.base: tuple[int, int] | None = None
+        self.counter = ops.folder_counter()  # the compiled loop, where there is one
 
     def run(self) -> None:
         if self._walk_root() is None:
@@ -205,6 +207,8 @@ class _Measure(TreeWalk):
 
     # the engine's hooks ------------------------------------------------------------------
     def _enter(self, parent: Frame | None, frame: Frame, listed: Any) -> None:
+        if self.counter is not None:
+            return  # it lists the folder itself
         try:
             frame.names = self.ops.listdir(frame.fd)
         except OSError as exc:
@@ -262,6 +266,8 @@ class _Measure(TreeWalk):
     def _count(self, frame: Frame) -> list[tuple[str, Any]]:
         """Every name of one folder, stat'ed relative to its descriptor (`fstatat`); returns
         the subfolders to walk. The whole folder's names at once, like du's fts."""
+        if self.counter is not None:
+            return self._count_compiled(frame, self.counter)
         tally = self.tally
         lstat = self.ops.lstat
         fd = frame.fd
@@ -302,3 +308,47 @@ class _Measure(TreeWalk):
         if files + dirs >= self.next_report:
             self._report()
         return subdirs
+
+    def _count_compiled(self, frame: Frame, counter: seam.FolderCounter) -> list[tuple[str, Any]]:
+        """`_count` through the compiled loop: it counts plain files and folders itself and
+        hands back only what needs this process's state (hard links, failures, subfolders)."""
+        tally = self.tally
+        try:
+            blocks, size, files, dirs, newest, subdirs, linked, failed = counter(
+                frame.fd, self.root_dev, self.one_file_system)
+        except OSError as exc:
+            self._error(frame.rel, exc)
+            return []
+        links = tally.links
+        for dev, ino, link_blocks, link_size, mtime in linked:
+            key = (dev, ino)
+            if key in links:
+                continue
+            links[key] = (link_blocks, link_size)
+            files += 1
+            blocks += link_blocks
+            size += link_size
+            if mtime > newest:
+                newest = mtime
+        for name, code in failed:
+            tally.errors.append(f"{self.path_of(join_rel(frame.rel, name))}: {os.strerror(code)}")
+        tally.blocks += blocks
+        tally.size += size
+        tally.files += files
+        tally.dirs += dirs
+        if newest > tally.newest:
+            tally.newest = newest
+        if tally.files + tally.dirs >= self.next_report:
+            self._report()
+        return [(name, Listed(dev, ino)) for name, dev, ino in subdirs]
+
+
+class Listed:
+    """A subfolder as the compiled loop saw it: what `TreeWalk._open` compares the opened
+    folder with."""
+
+    __slots__ = ("st_dev", "st_ino")
+
+    def __init__(self, st_dev: int, st_ino: int) -> None:
+        self.st_dev = st_dev
+        self.st_ino = st_ino

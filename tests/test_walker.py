@@ -1,7 +1,9 @@
 """The walker against GNU du as the oracle: allocated bytes == `du -sB1`, apparent bytes ==
 `du -sb`, entries == `du --inodes -s`, for generated trees (hypothesis), hard links across
 worker processes, symlinks, sparse files, nested mounts (with and without -x), unreadable
-folders (walked as `nobody`), entries vanishing mid-walk, and failing workers."""
+folders (walked as `nobody`), entries vanishing mid-walk, and failing workers. Every test runs
+twice: through the compiled per-folder loop (cachedoctor/fs/_native.c) and through the Python
+loop it replaces where it is not built."""
 
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cachedoctor import walker
-from cachedoctor.fs import kinds
+from cachedoctor.fs import kinds, seam
 from cachedoctor.fs import walk as engine
 from cachedoctor.fs.walk import TreeWalk
 from cachedoctor.walker import WalkResult, measure
@@ -29,6 +31,16 @@ from tests.conftest import IS_LINUX, IS_ROOT, kill_the_first_worker, needs_du, r
 
 # Walk every tree single-process and with forced parallelism (2 workers even on tiny trees).
 MODES = [1, 2]
+
+
+@pytest.fixture(autouse=True, params=["compiled", "python"])
+def loop(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The per-folder loop a test's in-process walks use (the CLI's run the compiled one)."""
+    if request.param == "python":
+        monkeypatch.setattr(type(seam.current()), "folder_counter", lambda self: None)
+    elif seam.current().folder_counter() is None:
+        pytest.skip("the compiled loop is not built here (test_compiled_loop_is_built says why)")
+    return str(request.param)
 
 
 def du(path: Path | str, *flags: str) -> tuple[int, int, int]:
@@ -107,7 +119,8 @@ def build(root: Path, spec: dict[str, list]) -> None:  # type: ignore[type-arg]
 
 
 @needs_du
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(spec=tree_specs)
 def test_generated_trees_match_du(spec: dict[str, list]) -> None:  # type: ignore[type-arg]
     root = Path(tempfile.mkdtemp(prefix="walker-hyp-"))

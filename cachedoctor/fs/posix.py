@@ -21,7 +21,7 @@ from typing import Any
 
 from cachedoctor.cachedirtag import read_head
 from cachedoctor.fs.kinds import LinkKind
-from cachedoctor.fs.seam import Ops
+from cachedoctor.fs.seam import FolderCounter, Ops
 
 DIR_FLAGS = (os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
              | getattr(os, "O_CLOEXEC", 0))
@@ -215,6 +215,15 @@ class LinuxOps(PosixOps):
         super().__init__()
         self.use_copy_file_range = hasattr(os, "copy_file_range")
         self.use_sendfile = hasattr(os, "sendfile")
+
+    def folder_counter(self) -> FolderCounter | None:
+        """`_native.count_folder` where the wheel was built with it (hatch_build.py); it lists
+        with readdir and stats with fstatat, as `os.listdir(fd)` and `os.lstat` do here."""
+        try:
+            from cachedoctor.fs import _native
+        except ImportError:
+            return None
+        return _native.count_folder
 
     def copy_data(self, fin: int, fout: int, size: int) -> None:
         """copy_file_range (reflinks, server-side copies), then sendfile, then read/write; a

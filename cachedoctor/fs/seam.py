@@ -33,6 +33,15 @@ class InUseError(PermissionError, OperationFailed):
         return OperationFailed.__str__(self)
 
 
+# count_folder(fd, root_dev, one_file_system) of cachedoctor/fs/_native.c: (blocks, size, files,
+# dirs, newest mtime, subfolders [(name, dev, ino)], hard-linked [(dev, ino, blocks, size,
+# mtime)], failures [(name, errno)])
+FolderCounter = Callable[[int, int, bool], tuple[int, int, int, int, float,
+                                               list[tuple[str, int, int]],
+                                               list[tuple[int, int, int, int, float]],
+                                               list[tuple[str, int]]]]
+
+
 class Ops:
     """What the tree layer needs from an OS. Hot functions are plain attributes (so POSIX
     binds the `os` functions themselves); the rest are methods."""
@@ -52,6 +61,11 @@ class Ops:
     close: Callable[[int], None]
     unlink: Callable[..., None]  # unlink(name, *, dir_fd): a file or a link, never a folder
     rmdir: Callable[..., None]  # rmdir(name, *, dir_fd)
+
+    def folder_counter(self) -> FolderCounter | None:
+        """The compiled per-folder count of the measuring walk (`cachedoctor/fs/_native.c`),
+        or None: the walk then lists and stats through `listdir` and `lstat`."""
+        return None
 
     # --- folders ---------------------------------------------------------------------------
     def open_root(self, path: str) -> int:
@@ -201,4 +215,4 @@ def rename(src: str, dst: str) -> None:
     current().rename_path(src, dst)
 
 
-__all__ = ["InUseError", "Ops", "current", "native", "rename", "use"]
+__all__ = ["FolderCounter", "InUseError", "Ops", "current", "native", "rename", "use"]

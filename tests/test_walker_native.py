@@ -1,0 +1,187 @@
+"""The compiled per-folder loop (cachedoctor/fs/_native.c) against the Python loop it replaces
+and GNU du: the same totals, newest time, failures and subfolders, on names that are not UTF-8,
+every kind of entry, big folders and unreadable entries; and the raw function's own contract
+(a descriptor that is not a folder, the descriptor's offset). tests/test_walker.py runs the
+whole walker through both loops as well."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import socket
+import sysconfig
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cachedoctor import walker
+from cachedoctor.fs import posix, seam
+from cachedoctor.walker import WalkResult
+from tests.conftest import IS_LINUX, IS_ROOT, needs_du
+from tests.test_walker import du, totals, write_sparse
+
+COUNTER = seam.native().folder_counter() if IS_LINUX else None
+needs_counter = pytest.mark.skipif(COUNTER is None, reason="the compiled loop is not built here")
+
+
+def _compiler() -> str | None:
+    cc = sysconfig.get_config_var("CC")
+    return shutil.which(shlex.split(cc)[0]) if cc else None
+
+
+@pytest.mark.skipif(not IS_LINUX or _compiler() is None,
+                    reason="built on Linux where there is a C compiler (hatch_build.py)")
+def test_compiled_loop_is_built() -> None:
+    """Where it can be built, it is: otherwise every scan silently takes the slower loop."""
+    assert COUNTER is not None, ("cachedoctor/fs/_native.c was not compiled: "
+                                 "see the warning of `pip install`")
+
+
+def measure_both(path: Path, monkeypatch: pytest.MonkeyPatch,
+                 **options: Any) -> tuple[WalkResult, WalkResult]:
+    compiled = walker.measure(str(path), **options)
+    with monkeypatch.context() as patch:
+        patch.setattr(posix.LinuxOps, "folder_counter", lambda self: None)
+        python = walker.measure(str(path), **options)
+    return compiled, python
+
+
+@pytest.fixture
+def every_kind(tmp_path: Path) -> Iterator[Path]:
+    """Files, hard links inside and across folders, symlinks (to files, folders, nowhere),
+    a FIFO, a socket, a sparse file, empty folders, a folder of 10,000 names (the loop's
+    buffers grow) and names that are not UTF-8."""
+    root = tmp_path / "kinds"
+    big = root / "big"
+    big.mkdir(parents=True)
+    for n in range(10_000):
+        (big / f"entry-{n:05d}-{'x' * (n % 200)}").write_bytes(b"b" * (n % 5000))
+    odd = os.fsencode(str(root)) + b"/caf\xe9-\xff\xfe"  # Latin-1 bytes: surrogate-escaped names
+    os.mkdir(odd)
+    with open(odd + b"/\x80file", "wb") as fh:
+        fh.write(b"o" * 9000)
+    os.mkdir(odd + b"/sub\xc3")
+    first = root / "a" / "one.bin"
+    first.parent.mkdir()
+    first.write_bytes(b"1" * 70_000)
+    os.link(first, root / "a" / "same-folder-link")
+    os.link(first, big / "other-folder-link")
+    os.link(first, odd + b"/\x81link")
+    os.symlink(first, root / "to-file")
+    os.symlink(root / "a", root / "to-folder")
+    os.symlink("nowhere/at/all", root / "dangling")
+    os.mkfifo(root / "fifo")
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.bind(str(root / "sock"))
+    write_sparse(root / "sparse", 30 * 1024 * 1024, 5 * 1024 * 1024)
+    (root / "empty" / "deeper" / "deepest").mkdir(parents=True)
+    yield root
+
+
+@needs_du
+@needs_counter
+@pytest.mark.parametrize("workers", [1, 2])
+def test_compiled_and_python_loops_agree_with_du(every_kind: Path, workers: int,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    compiled, python = measure_both(every_kind, monkeypatch, workers=workers)
+    assert compiled == python
+    assert totals(compiled) == du(every_kind)
+    assert compiled.errors == [] and compiled.newest_mtime is not None
+
+
+def as_nobody(work: Callable[[], Any]) -> Any:
+    """`work()` in a forked child that runs as the nobody user (root reads everything), its
+    JSON-able result sent back on a pipe."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 1
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            with os.fdopen(write_end, "w") as out:
+                json.dump(work(), out)
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end) as got:
+        data = got.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0 and data
+    return json.loads(data)
+
+
+@needs_counter
+@pytest.mark.skipif(not IS_ROOT, reason="drops to the nobody user, which needs root")
+def test_unreadable_entries_are_reported_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    base = Path(tempfile.mkdtemp(prefix="native-perm-"))  # /tmp/pytest-of-root is 0700
+    try:
+        base.chmod(0o755)
+        for name in ("open", "locked", "listable"):
+            (base / name / "inner").mkdir(parents=True)
+            (base / name / "inner" / "f").write_bytes(b"p" * 5000)
+        (base / "listable" / "g").write_bytes(b"q" * 100)
+        (base / "locked").chmod(0o000)  # cannot be listed: the folder's own failure
+        (base / "listable").chmod(0o444)  # listed, but no entry can be stat'ed: EACCES each
+
+        def both() -> list[Any]:
+            compiled, python = measure_both(base, monkeypatch, workers=1)
+            return [[totals(r), r.newest_mtime, r.errors] for r in (compiled, python)]
+
+        compiled, python = as_nobody(both)
+        assert compiled == python
+        errors = compiled[2]
+        assert f"{base}/locked: Permission denied" in errors
+        assert sorted(e for e in errors if "listable" in e) == [
+            f"{base}/listable/g: Permission denied", f"{base}/listable/inner: Permission denied"]
+    finally:
+        for name in ("locked", "listable"):
+            (base / name).chmod(0o755)
+        shutil.rmtree(base)
+
+
+@needs_counter
+def test_a_descriptor_that_is_not_a_folder_raises_like_listdir(tmp_path: Path) -> None:
+    assert COUNTER is not None
+    path = tmp_path / "file"
+    path.write_bytes(b"f")
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        with pytest.raises(NotADirectoryError):
+            COUNTER(fd, 0, False)
+    finally:
+        os.close(fd)
+    with pytest.raises(OSError) as raised:
+        COUNTER(fd, 0, False)  # closed
+    assert raised.value.errno == 9  # EBADF
+
+
+@needs_counter
+def test_the_descriptor_is_counted_from_its_start_each_time(tmp_path: Path) -> None:
+    """It shares the caller's descriptor offset (dup): a second count, or one after
+    os.listdir(fd), still sees every name."""
+    assert COUNTER is not None
+    for n in range(50):
+        (tmp_path / f"f{n}").write_bytes(b"z" * n)
+    (tmp_path / "sub").mkdir()
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        first = COUNTER(fd, os.fstat(fd).st_dev, True)
+        os.listdir(fd)
+        assert COUNTER(fd, os.fstat(fd).st_dev, True) == first
+        blocks, size, files, dirs, newest, subdirs, linked, failed = first
+        sub = os.lstat(tmp_path / "sub")
+        assert (size, files, dirs, linked, failed) == (sum(range(50)) + sub.st_size, 50, 1, [], [])
+        assert blocks == sum(os.lstat(tmp_path / n).st_blocks for n in os.listdir(tmp_path))
+        assert subdirs == [("sub", sub.st_dev, sub.st_ino)]
+        assert newest == max(os.lstat(tmp_path / n).st_mtime for n in os.listdir(tmp_path))
+    finally:
+        os.close(fd)
