@@ -72,6 +72,11 @@ def journal_dir() -> Path:
     return state_dir() / "journal"
 
 
+def relocations_file() -> Path:
+    """What is relocated where (see cachedoctor.relocate.journal's registry)."""
+    return state_dir() / "relocations.json"
+
+
 def install_file(name: str) -> Path:
     """`name` in the state folder, tagged with this installation (`install_tag`) before its
     suffix: `profile-index.1a2b3c4d.pickle`. A cache only one install's code can use (the

@@ -59,6 +59,20 @@ def test_a_command_imports_only_its_own_module() -> None:
     assert {f"cachedoctor.cli.{m}" for m in COMMANDS.values()} <= imported_after("--help")
 
 
+def test_a_scan_with_nothing_relocated_reads_no_journal(isolated_home: Path) -> None:
+    """No journal folder and no relocation registry: two lstats tell, and the journal's code
+    is not loaded; a registry there is read (and a damaged one reported)."""
+    assert "cachedoctor.relocate.journal" not in imported_after("scan")
+    from cachedoctor.state import relocations_file
+
+    registry = relocations_file()
+    registry.parent.mkdir(parents=True, exist_ok=True)
+    registry.write_text("{broken", encoding="utf-8")
+    assert "cachedoctor.relocate.journal" in imported_after("scan")
+    shown = run_cli("where", "pip").stdout
+    assert "relocations.json" in shown and "damaged" in shown
+
+
 def test_a_piped_table_builds_no_rich_table() -> None:
     modules = imported_after("profiles", "list")
     assert "rich.table" not in modules and "rich.text" not in modules

@@ -46,6 +46,8 @@ def observe(host: Host | None = None, *, files: FileView | None = None) -> World
 def _state() -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """cachedoctor's relocation records and unfinished operations; a damaged file is a problem
     to report, not a reason to fail every command."""
+    if _nothing_recorded():
+        return {}, {}, []
     from cachedoctor.errors import CachedoctorError
     from cachedoctor.relocate import journal
 
@@ -58,6 +60,25 @@ def _state() -> tuple[dict[str, Any], dict[str, Any], list[str]]:
         problems.append(exc.message)
     pending = {f"{op.tool}/{op.location}": op for op in journal.load_all()}
     return records, pending, problems
+
+
+def _nothing_recorded() -> bool:
+    """Neither a journal folder nor a relocation registry: what most runs find, told by two
+    lstats without importing the journal. Anything else there (a file, a damaged one, an
+    unreadable folder) is read the whole way, so its problem is reported."""
+    import os
+
+    from cachedoctor.state import journal_dir, relocations_file
+
+    for path in (journal_dir(), relocations_file()):
+        try:
+            os.lstat(path)
+        except FileNotFoundError:
+            continue
+        except OSError:  # ENOTDIR, EACCES: the reader says what is wrong
+            pass
+        return False
+    return True
 
 
 def _posix_persistent(host: Host, files: FileView) -> tuple[Any, list[str]]:

@@ -25,7 +25,7 @@ from typing import Any, Literal, TypeVar
 import msgspec
 
 from cachedoctor import statefile as sf
-from cachedoctor.state import journal_dir, state_dir
+from cachedoctor.state import journal_dir, relocations_file
 
 T = TypeVar("T")
 
@@ -300,7 +300,7 @@ def pending_operations() -> list[PendingOperation]:
 # Completed relocations: what `restore` reads to know where a cache went and what was set.
 
 def registry_file() -> Path:
-    return state_dir() / "relocations.json"
+    return relocations_file()
 
 
 def _parse_registry(doc: dict[str, Any]) -> dict[str, Operation]:
