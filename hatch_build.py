@@ -9,6 +9,7 @@ each platform's compiler and flags; hatchling stays the build backend.
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 import tempfile
@@ -29,6 +30,10 @@ class NativeWalkHook(BuildHookInterface[BuilderConfig]):
         if self.target_name != "wheel" or not sys.platform.startswith("linux"):
             return
         root = Path(self.root)
+        if version == "editable":  # an earlier build must not outlive a failed one
+            for stale in (root / "cachedoctor" / "fs").glob("_native.*"):
+                if stale.suffix in (".so", ".pyd"):
+                    stale.unlink()
         self._scratch = tempfile.mkdtemp(prefix="cachedoctor-native-")
         try:
             built = _compile(root, Path(self._scratch))
@@ -38,7 +43,9 @@ class NativeWalkHook(BuildHookInterface[BuilderConfig]):
             return
         target = f"cachedoctor/fs/{built.name}"
         if version == "editable":  # the source tree is what an editable install imports
-            shutil.copyfile(built, root / target)
+            placed = root / f"{target}.tmp"
+            shutil.copyfile(built, placed)
+            os.replace(placed, root / target)  # a new file: a running scan keeps its mapping
         else:
             build_data["force_include"][str(built)] = target
         build_data["pure_python"] = False

@@ -175,7 +175,7 @@ def test_the_descriptor_is_counted_from_its_start_each_time(tmp_path: Path) -> N
     fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         first = COUNTER(fd, os.fstat(fd).st_dev, True)
-        os.listdir(fd)
+        assert len(os.listdir(fd)) == 51  # and leaves the offset where listdir would
         assert COUNTER(fd, os.fstat(fd).st_dev, True) == first
         blocks, size, files, dirs, newest, subdirs, linked, failed = first
         sub = os.lstat(tmp_path / "sub")
@@ -185,3 +185,36 @@ def test_the_descriptor_is_counted_from_its_start_each_time(tmp_path: Path) -> N
         assert newest == max(os.lstat(tmp_path / n).st_mtime for n in os.listdir(tmp_path))
     finally:
         os.close(fd)
+
+
+@needs_counter
+def test_sums_beyond_two_to_the_63_stay_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Sparse files of tmpfs's largest size: their sizes add up past a signed 64-bit sum, as
+    du's and Python's integers do not mind."""
+    if not os.path.isdir("/dev/shm"):
+        pytest.skip("needs /dev/shm (tmpfs) for files of 2^63 - 1 bytes")
+    folder = Path(tempfile.mkdtemp(prefix="native-huge-", dir="/dev/shm"))
+    try:
+        biggest = (1 << 63) - 1
+        for n in range(3):
+            with open(folder / f"huge{n}", "wb") as fh:
+                try:
+                    fh.truncate(biggest)
+                except OSError as exc:
+                    pytest.skip(f"this tmpfs refuses a file of 2^63 - 1 bytes: {exc}")
+        compiled, python = measure_both(folder, monkeypatch, workers=1)
+        assert compiled == python
+        assert compiled.apparent_bytes == 3 * biggest + os.lstat(folder).st_size
+    finally:
+        shutil.rmtree(folder)
+
+
+@needs_counter
+def test_a_module_built_from_another_version_of_the_source_is_not_used(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A stale build in a source tree (an editable install not redone after a pull) could
+    return another shape: the seam refuses it and the walk takes the Python loop."""
+    from cachedoctor.fs import _native
+
+    monkeypatch.setattr(_native, "ABI", posix.NATIVE_ABI + 1)
+    assert seam.native().folder_counter() is None

@@ -22,7 +22,10 @@
  *                 not counted: the caller counts each inode once
  *   errors        [(name, errno)] entries whose fstatat failed, except ENOENT, ENOTDIR and
  *                 ELOOP (gone since the listing: they take no space)
- * A folder that cannot be listed raises OSError, as os.listdir(fd) does.
+ * A folder that cannot be listed raises OSError, as os.listdir(fd) does. The descriptor's
+ * offset is left at the start, as os.listdir(fd) leaves it. ABI (a module constant) changes
+ * whenever this signature or the result's shape does: the caller refuses a module built from
+ * another version of this file (a stale build in a source tree).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -36,6 +39,8 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
+
+#define ABI 2
 
 enum { REC_DIR = 0, REC_LINKED = 1, REC_ERROR = 2 };
 
@@ -91,8 +96,38 @@ static double mtime_of(const struct stat *st) {
 #endif
 }
 
+/* A sum that cannot overflow (st_blocks and st_size are never negative; a folder of huge
+ * sparse files exceeds 2^63 bytes): two 64-bit words with a carry. */
 typedef struct {
-    long long blocks, size, files, dirs;
+    unsigned long long high, low;
+} wide;
+
+static void wide_add(wide *sum, unsigned long long value) {
+    sum->low += value;
+    if (sum->low < value) sum->high++;
+}
+
+static PyObject *wide_to_long(const wide *sum) {
+    PyObject *high = PyLong_FromUnsignedLongLong(sum->high), *shift = NULL, *low = NULL,
+             *shifted = NULL, *total = NULL;
+    if (high == NULL) goto done;
+    shift = PyLong_FromLong(64);
+    low = PyLong_FromUnsignedLongLong(sum->low);
+    if (shift == NULL || low == NULL) goto done;
+    shifted = PyNumber_Lshift(high, shift);
+    if (shifted == NULL) goto done;
+    total = PyNumber_Add(shifted, low);
+done:
+    Py_XDECREF(high);
+    Py_XDECREF(shift);
+    Py_XDECREF(low);
+    Py_XDECREF(shifted);
+    return total;
+}
+
+typedef struct {
+    wide blocks, size;
+    long long files, dirs;
     double newest;
     int list_errno; /* the folder itself could not be listed */
     int oom;
@@ -100,7 +135,7 @@ typedef struct {
 
 /* Runs without the GIL: only system calls and C memory. */
 static void count(int fd, unsigned long long root_dev, int one_fs, totals *t, records *r) {
-    int copy = dup(fd);
+    int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0); /* as os.listdir's dup: not inherited */
     if (copy < 0) {
         t->list_errno = errno;
         return;
@@ -149,25 +184,28 @@ static void count(int fd, unsigned long long root_dev, int one_fs, totals *t, re
             item.blocks = (long long)st.st_blocks;
             item.size = (long long)st.st_size;
             item.mtime = mtime_of(&st);
-            if (records_add(r, &item, name) != 0) goto out_of_memory;
+            if (records_add(r, &item, "") != 0) goto out_of_memory; /* no name needed */
             continue;
         } else {
             t->files++;
         }
-        t->blocks += (long long)st.st_blocks;
-        t->size += (long long)st.st_size;
+        wide_add(&t->blocks, (unsigned long long)st.st_blocks);
+        wide_add(&t->size, (unsigned long long)st.st_size);
         double mtime = mtime_of(&st);
         if (mtime > t->newest) t->newest = mtime;
     }
+    rewinddir(dir); /* leave the shared offset where os.listdir(fd) leaves it */
     closedir(dir);
     return;
 out_of_memory:
     t->oom = 1;
+    rewinddir(dir);
     closedir(dir);
 }
 
 static PyObject *build(const totals *t, const records *r) {
     PyObject *subdirs = PyList_New(0), *linked = PyList_New(0), *errors = PyList_New(0);
+    PyObject *blocks = NULL, *size = NULL;
     if (subdirs == NULL || linked == NULL || errors == NULL) goto fail;
     for (size_t i = 0; i < r->count; i++) {
         const record *item = &r->items[i];
@@ -189,9 +227,14 @@ static PyObject *build(const totals *t, const records *r) {
         Py_DECREF(entry);
         if (rc != 0) goto fail;
     }
-    return Py_BuildValue("(LLLLdNNN)", t->blocks, t->size, t->files, t->dirs, t->newest,
-                         subdirs, linked, errors);
+    blocks = wide_to_long(&t->blocks);
+    size = wide_to_long(&t->size);
+    if (blocks == NULL || size == NULL) goto fail;
+    return Py_BuildValue("(NNLLdNNN)", blocks, size, t->files, t->dirs, t->newest, subdirs,
+                         linked, errors);
 fail:
+    Py_XDECREF(blocks);
+    Py_XDECREF(size);
     Py_XDECREF(subdirs);
     Py_XDECREF(linked);
     Py_XDECREF(errors);
@@ -203,7 +246,7 @@ static PyObject *count_folder(PyObject *self, PyObject *args) {
     unsigned long long root_dev;
     (void)self;
     if (!PyArg_ParseTuple(args, "iKp:count_folder", &fd, &root_dev, &one_fs)) return NULL;
-    totals t = {0, 0, 0, 0, -HUGE_VAL, 0, 0};
+    totals t = {{0, 0}, {0, 0}, 0, 0, -HUGE_VAL, 0, 0};
     records r = {NULL, 0, 0, NULL, 0, 0};
     Py_BEGIN_ALLOW_THREADS
     count(fd, root_dev, one_fs, &t, &r);
@@ -234,4 +277,11 @@ static struct PyModuleDef module = {
     NULL, NULL, NULL, NULL,
 };
 
-PyMODINIT_FUNC PyInit__native(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__native(void) {
+    PyObject *m = PyModule_Create(&module);
+    if (m != NULL && PyModule_AddIntConstant(m, "ABI", ABI) != 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}

@@ -31,6 +31,7 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 _HAS_XATTR = hasattr(os, "listxattr")
 CHUNK = 1 << 20
+NATIVE_ABI = 2  # the ABI of the _native.c this code calls (a stale build is not used)
 # errnos that mean "this fast path does not work here" (never "the data is bad"): fall back
 UNSUPPORTED = frozenset({errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EPERM,
                          getattr(errno, "ENOTSUP", errno.EOPNOTSUPP), errno.EBADF,
@@ -222,6 +223,8 @@ class LinuxOps(PosixOps):
         try:
             from cachedoctor.fs import _native
         except ImportError:
+            return None
+        if getattr(_native, "ABI", None) != NATIVE_ABI:  # built from another _native.c
             return None
         return _native.count_folder
 
