@@ -14,9 +14,10 @@ import signal
 import subprocess
 import tempfile
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -319,29 +320,43 @@ def test_mount_point_as_the_root_with_one_file_system(tree_with_mount: tuple[Pat
 
 # --- unreadable and vanishing entries --------------------------------------------------------
 
-def measure_as_nobody(path: Path, workers: int) -> dict[str, object]:
-    """Run measure() in a forked child that dropped root (so permission checks apply)."""
-    read_fd, write_fd = os.pipe()
+def as_nobody(work: Callable[[], Any]) -> Any:
+    """`work()` in a forked child that runs as the nobody user (root reads everything, so
+    permission checks would not apply), its JSON-able result sent back on a pipe. What the
+    forked walk imports when it starts is imported here first: this interpreter lives under
+    /root (0700), which nobody cannot read."""
+    import marshal  # noqa: F401
+    import pickle  # noqa: F401
+    import select  # noqa: F401
+
+    read_end, write_end = os.pipe()
     pid = os.fork()
-    if pid == 0:  # pragma: no cover - child
+    if pid == 0:  # pragma: no cover - the child
         code = 1
         try:
-            os.close(read_fd)
+            os.close(read_end)
             os.setgroups([])
             os.setgid(65534)
             os.setuid(65534)
-            r = measure(str(path), workers=workers)
-            payload = {"totals": totals(r), "errors": r.errors, "partial": r.partial}
-            os.write(write_fd, json.dumps(payload).encode())
+            with os.fdopen(write_end, "w") as out:
+                json.dump(work(), out)
             code = 0
         finally:
             os._exit(code)
-    os.close(write_fd)
-    with os.fdopen(read_fd, "rb") as fh:
-        data = fh.read()
+    os.close(write_end)
+    with os.fdopen(read_end) as got:
+        data = got.read()
     _, status = os.waitpid(pid, 0)
-    assert status == 0 and data
-    return json.loads(data)  # type: ignore[no-any-return]
+    assert os.waitstatus_to_exitcode(status) == 0 and data
+    return json.loads(data)
+
+
+def measure_as_nobody(path: Path, workers: int) -> dict[str, object]:
+    def work() -> dict[str, object]:
+        r = measure(str(path), workers=workers)
+        return {"totals": totals(r), "errors": r.errors, "partial": r.partial}
+
+    return as_nobody(work)  # type: ignore[no-any-return]
 
 
 @needs_du

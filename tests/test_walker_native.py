@@ -6,14 +6,13 @@ whole walker through both loops as well."""
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import shutil
 import socket
 import sysconfig
 import tempfile
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,7 @@ from cachedoctor import walker
 from cachedoctor.fs import posix, seam
 from cachedoctor.walker import WalkResult
 from tests.conftest import IS_LINUX, IS_ROOT, needs_du
-from tests.test_walker import du, totals, write_sparse
+from tests.test_walker import as_nobody, du, totals, write_sparse
 
 COUNTER = seam.native().folder_counter() if IS_LINUX else None
 needs_counter = pytest.mark.skipif(COUNTER is None, reason="the compiled loop is not built here")
@@ -92,31 +91,6 @@ def test_compiled_and_python_loops_agree_with_du(every_kind: Path, workers: int,
     assert compiled == python
     assert totals(compiled) == du(every_kind)
     assert compiled.errors == [] and compiled.newest_mtime is not None
-
-
-def as_nobody(work: Callable[[], Any]) -> Any:
-    """`work()` in a forked child that runs as the nobody user (root reads everything), its
-    JSON-able result sent back on a pipe."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 1
-        try:
-            os.close(read_end)
-            os.setgroups([])
-            os.setgid(65534)
-            os.setuid(65534)
-            with os.fdopen(write_end, "w") as out:
-                json.dump(work(), out)
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    with os.fdopen(read_end) as got:
-        data = got.read()
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0 and data
-    return json.loads(data)
 
 
 @needs_counter
