@@ -6,10 +6,12 @@ Counts like GNU du: allocated bytes (`du -sB1`), apparent bytes (`du -sb`), inod
 `du -x` (the mount-point folder itself is not counted either, exactly like du).
 
 How it is fast (Linux, warm cache): the walker opens each folder relative to its parent's
-descriptor, and this module's loop stats every name relative to it (`os.listdir(fd)` +
-`os.lstat(name, dir_fd=fd)`, i.e. `fstatat`), so the kernel never re-walks a full path; no
-object per entry beyond its name and stat result; totals live in local variables; the cyclic
-garbage collector is paused. Big trees are shared among forked workers (one per usable CPU,
+descriptor, and each name is stat'ed relative to it (`fstatat`), so the kernel never re-walks a
+full path. On Linux that per-folder loop is C (`fs/_native.c`, through
+`Ops.folder_counter`): no Python object for a plain file, only subfolders, hard-linked files
+and failures come back. Elsewhere it is `_count` below (`os.listdir(fd)` + `os.lstat(name,
+dir_fd=fd)`), which counts the same; totals live in local variables; the cyclic garbage
+collector is paused. Big trees are shared among forked workers (one per usable CPU,
 at most `fs.walk.MAX_WORKERS`): the parent walks the top breadth-first until enough folders are
 queued, the workers take slices of them and send progress and totals back; hard-linked
 inodes (nlink > 1, the only ones remembered, so memory stays flat) are merged across workers so
