@@ -31,9 +31,8 @@ class NativeWalkHook(BuildHookInterface[BuilderConfig]):
             return
         root = Path(self.root)
         if version == "editable":  # an earlier build must not outlive a failed one
-            for stale in (root / "cachedoctor" / "fs").glob("_native.*"):
-                if stale.suffix in (".so", ".pyd"):
-                    stale.unlink()
+            for stale in (root / "cachedoctor" / "fs").glob("_native.*.so"):
+                stale.unlink()
         self._scratch = tempfile.mkdtemp(prefix="cachedoctor-native-")
         try:
             built = _compile(root, Path(self._scratch))

@@ -87,13 +87,10 @@ static int records_add(records *r, const record *item, const char *name) {
     return 0;
 }
 
-/* st_mtime as os.stat computes it (CPython's fill_time: sec + nsec * 1e-9), bit for bit */
+/* st_mtime as os.stat computes it (CPython's fill_time: sec + nsec * 1e-9), bit for bit;
+ * st_mtim is Linux's name (hatch_build.py builds this on Linux only) */
 static double mtime_of(const struct stat *st) {
-#if defined(__APPLE__)
-    return (double)st->st_mtimespec.tv_sec + (double)st->st_mtimespec.tv_nsec * 1e-9;
-#else
     return (double)st->st_mtim.tv_sec + (double)st->st_mtim.tv_nsec * 1e-9;
-#endif
 }
 
 /* A sum that cannot overflow (st_blocks and st_size are never negative; a folder of huge
