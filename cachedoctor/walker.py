@@ -37,7 +37,7 @@ from typing import Any
 import msgspec
 
 from cachedoctor.fs import kinds, seam
-from cachedoctor.fs.walk import Frame, Task, TreeWalk, join_rel
+from cachedoctor.fs.walk import Frame, Listed, Task, TreeWalk, join_rel
 from cachedoctor.fs.walk import worker_count as _worker_count  # (the tests replace it)
 
 ProgressCallback = Callable[[int, int], None]  # (entries so far, allocated bytes so far)
@@ -343,14 +343,3 @@ class _Measure(TreeWalk):
         if tally.files + tally.dirs >= self.next_report:
             self._report()
         return [(name, Listed(dev, ino)) for name, dev, ino in subdirs]
-
-
-class Listed:
-    """A subfolder as the compiled loop saw it: what `TreeWalk._open` compares the opened
-    folder with."""
-
-    __slots__ = ("st_dev", "st_ino")
-
-    def __init__(self, st_dev: int, st_ino: int) -> None:
-        self.st_dev = st_dev
-        self.st_ino = st_ino

@@ -25,8 +25,8 @@ from typing import Any
 
 import msgspec
 
-from cachedoctor.fs import kinds
-from cachedoctor.fs.walk import Frame, Task, TreeWalk, worker_count
+from cachedoctor.fs import kinds, seam
+from cachedoctor.fs.walk import Frame, Listed, Task, TreeWalk, worker_count
 from cachedoctor.safedelete import Rules
 
 _IFMT, _IFDIR, _IFLNK, _IFREG = 0o170000, stat.S_IFDIR, stat.S_IFLNK, stat.S_IFREG
@@ -240,6 +240,9 @@ class _Lister(TreeWalk):
         self.explicit = workers is not None and workers > 1
         self.workers = worker_count(workers, self.ops)
         self.dropped: list[str] = []  # deferred folders that could not be entered
+        # the compiled per-folder loop (Linux) where no rule decides per name what is listed
+        self.lister = self.ops.folder_lister() if not self.has_rules else None
+        self.compiled = 0  # entries listed by it (not in `tree.entries` until `_walk_order`)
 
     def run(self) -> None:
         ops, tree = self.ops, self.tree
@@ -255,12 +258,14 @@ class _Lister(TreeWalk):
         tree.entries[""] = _entry("", top, None, ops.block_unit)
         self._walk_root(selected_all=not self.rules.only)
         self._drop(self.dropped)
-        if self.workers > 1 and self.ops.can_fork:  # the top was opened breadth first
-            self._walk_order()
+        if self.lister is not None or (self.workers > 1 and self.ops.can_fork):
+            self._walk_order()  # the compiled loop lists folders; or the top was opened
+            # breadth first
         tree.errors.sort()  # by path: the same whichever way the tree was listed
 
     def _enter(self, parent: Frame | None, frame: Frame, listed: Any) -> None:
-        frame.names = self._list(frame)
+        if self.lister is None:  # (the compiled loop lists the folder itself)
+            frame.names = self._list(frame)
         self.tree.children[frame.rel] = []
         if frame.data is not None:  # a deferred folder: whether its parent selected it all
             frame.selected_all = frame.data
@@ -281,6 +286,8 @@ class _Lister(TreeWalk):
         # "other filesystem": not this cache's (du -x); "changed": replaced since listed
 
     def _scan(self, frame: Frame, frames: list[Frame], defer: list[Task] | None) -> bool:
+        if self.lister is not None:
+            return self._scan_compiled(frame, frames, defer, self.lister)
         ops, tree, rules = self.ops, self.tree, self.rules
         entries, unit = tree.entries, ops.block_unit
         full_stat = not ops.listing_identity  # Windows: identity and nlink only from lstat
@@ -335,17 +342,56 @@ class _Lister(TreeWalk):
             listed.append(entry)
         return False
 
+    def _scan_compiled(self, frame: Frame, frames: list[Frame], defer: list[Task] | None,
+                       lister: seam.FolderLister) -> bool:
+        """`_scan` through the compiled loop: the whole folder is listed at once, in listing
+        order, straight into the folder's list (`tree.entries` is made from those lists by
+        `_walk_order`); then its subfolders are walked one by one, like `_scan`'s."""
+        listed = self.tree.children[frame.rel]
+        pending = frame.pending
+        if pending is None:
+            prefix = f"{frame.rel}/" if frame.rel else ""
+            try:
+                entries, subdirs, failed = lister(frame.fd, prefix, Entry, self.ops.block_unit)
+            except OSError as exc:
+                self._error(frame.rel, exc)
+                entries, subdirs, failed = [], [], []
+            listed.extend(entries)
+            self.compiled += len(entries)
+            for name, code in failed:
+                if code != errno.ENOENT:
+                    self._error(prefix + name, OSError(code, os.strerror(code)))
+            if defer is not None:  # listed now, entered later (here or by a worker)
+                defer.extend(Task(frame, name, entry.rel, Listed(*entry.inode), True)
+                             for name, entry in subdirs)
+                frame.pending = []
+                return False
+            subdirs.reverse()
+            pending = frame.pending = subdirs
+        while pending:
+            name, entry = pending.pop()
+            child = self._open(frame, name, entry.rel, Listed(*entry.inode))
+            if child is not None:
+                frames.append(child)
+                return True
+            listed.remove(entry)  # not entered: not listed either, as `_scan` leaves it
+        return False
+
     # forked workers (fs.walk) ----------------------------------------------------------------
     def _enough(self, ntasks: int, wanted: int) -> bool:
         return ntasks >= 2 and (self.explicit or (
-            ntasks >= wanted and len(self.tree.entries) >= PARALLEL_ENTRIES))
+            ntasks >= wanted and self._listed() >= PARALLEL_ENTRIES))
 
     def _worth_forking(self, ntasks: int) -> bool:
-        return ntasks >= 2 and (self.explicit or len(self.tree.entries) >= PARALLEL_ENTRIES)
+        return ntasks >= 2 and (self.explicit or self._listed() >= PARALLEL_ENTRIES)
+
+    def _listed(self) -> int:
+        return len(self.tree.entries) + self.compiled
 
     def _fresh(self) -> None:
         self.tree = Tree(root=self.root)
         self.dropped = []
+        self.compiled = 0
 
     def _state(self) -> Any:
         """A worker's part: its entries folder by folder, each folder's in the order it listed
@@ -377,13 +423,15 @@ class _Lister(TreeWalk):
         self._drop(dropped)
 
     def _drop(self, rels: list[str]) -> None:
-        """Deferred folders that were not entered leave the listing, as unlisted folders do."""
+        """Deferred folders that were not entered leave the listing, as unlisted folders do
+        (the compiled loop's are only in their parent's list)."""
         tree = self.tree
         for rel in rels:
-            entry = tree.entries.pop(rel, None)
+            tree.entries.pop(rel, None)
             parent = tree.children.get(rel.rsplit("/", 1)[0] if "/" in rel else "")
-            if entry is not None and parent is not None:
-                parent.remove(entry)
+            at = next((i for i, e in enumerate(parent or ()) if e.rel == rel), None)
+            if parent is not None and at is not None:
+                del parent[at]
         rels.clear()
 
     def _walk_order(self) -> None:

@@ -1,18 +1,18 @@
-/* cachedoctor.fs._native: the measuring walk's per-entry loop, in C.
+/* cachedoctor.fs._native: the per-entry loops of two walks, in C.
  *
  * Why: `scan --path` spends the kernel's time in getdents64 and fstatat, the same as du;
  * in Python every entry also costs a str, an os.stat_result (with its float and nanosecond
- * times) and a few bytecodes, which made the scan use 1.6x du's CPU. Here a folder is listed
- * and every entry fstatat-ed relative to the folder's descriptor with no Python object made
- * for a plain file: only subfolders, hard-linked files (nlink > 1) and failures come back.
- * The GIL is released while the system calls run, so a progress thread keeps drawing.
- *
- * It counts exactly as cachedoctor/walker.py's Python loop (`_Measure._count`), which stays
- * as the fallback and as the reference the tests hold this to (tests/test_walker_native.py).
- * Read-only: it lists and stats, nothing else.
+ * times) and a few bytecodes, which made the scan use 1.6x du's CPU, and the same loop was
+ * half of `ls` of a Hugging Face hub. Both functions list one folder with readdir (on a
+ * duplicate of its descriptor, rewound before and after, as os.listdir(fd) leaves it) and
+ * fstatat every name relative to it, with the GIL released while the system calls run (a
+ * progress thread keeps drawing). Read-only: they list, stat and read links, nothing else.
+ * A folder that cannot be listed raises OSError, as os.listdir(fd) does.
  *
  * count_folder(fd, root_dev, one_file_system) ->
  *     (blocks, size, files, dirs, newest, subdirs, linked, errors)
+ *   The measuring walk (cachedoctor/walker.py, `_Measure._count`). No Python object is made
+ *   for a plain file: only subfolders, hard-linked files (nlink > 1) and failures come back.
  *   blocks, size  st_blocks and st_size of every entry counted here (plain files and folders)
  *   files, dirs   how many of each were counted here
  *   newest        the largest st_mtime among them, as float (-inf when none)
@@ -22,10 +22,21 @@
  *                 not counted: the caller counts each inode once
  *   errors        [(name, errno)] entries whose fstatat failed, except ENOENT, ENOTDIR and
  *                 ELOOP (gone since the listing: they take no space)
- * A folder that cannot be listed raises OSError, as os.listdir(fd) does. The descriptor's
- * offset is left at the start, as os.listdir(fd) leaves it. ABI (a module constant) changes
- * whenever this signature or the result's shape does: the caller refuses a module built from
- * another version of this file (a stale build in a source tree).
+ *
+ * list_folder(fd, prefix, make_entry, block_unit) -> (entries, subdirs, errors)
+ *   The unit listing (cachedoctor/cacheunits/tree.py, `_Lister._scan`): one entry per name,
+ *   in listing order, made by calling make_entry(rel, is_dir, is_link, is_file, allocated,
+ *   atime, mtime, (st_dev, st_ino), nlink, target) with rel = prefix + name, allocated =
+ *   st_blocks * block_unit and target what readlinkat says for a symbolic link (None when it
+ *   fails or for anything else). Every value is what os.lstat, os.readlink and os.listdir
+ *   give for the same entry (names and targets decoded as they decode them).
+ *   subdirs       [(name, entry)] the folders among them, in listing order
+ *   errors        [(name, errno)] names whose fstatat failed (no entry made)
+ *
+ * Each counts exactly as the Python loop it replaces, which stays as the fallback and as the
+ * reference the tests hold it to (tests/test_walker_native.py, tests/test_units_native.py).
+ * ABI (a module constant) changes whenever a signature or a result's shape does: the caller
+ * refuses a module built from another version of this file (a stale build in a source tree).
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -33,6 +44,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +52,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#define ABI 2
+#define ABI 3
 
 enum { REC_DIR = 0, REC_LINKED = 1, REC_ERROR = 2 };
 
@@ -87,10 +99,10 @@ static int records_add(records *r, const record *item, const char *name) {
     return 0;
 }
 
-/* st_mtime as os.stat computes it (CPython's fill_time: sec + nsec * 1e-9), bit for bit;
- * st_mtim is Linux's name (hatch_build.py builds this on Linux only) */
-static double mtime_of(const struct stat *st) {
-    return (double)st->st_mtim.tv_sec + (double)st->st_mtim.tv_nsec * 1e-9;
+/* st_atime or st_mtime as os.stat computes it (CPython's fill_time: sec + nsec * 1e-9), bit
+ * for bit; st_mtim is Linux's name (hatch_build.py builds this on Linux only) */
+static double time_of(const struct timespec *ts) {
+    return (double)ts->tv_sec + (double)ts->tv_nsec * 1e-9;
 }
 
 /* A sum that cannot overflow (st_blocks and st_size are never negative; a folder of huge
@@ -180,7 +192,7 @@ static void count(int fd, unsigned long long root_dev, int one_fs, totals *t, re
             item.ino = (unsigned long long)st.st_ino;
             item.blocks = (long long)st.st_blocks;
             item.size = (long long)st.st_size;
-            item.mtime = mtime_of(&st);
+            item.mtime = time_of(&st.st_mtim);
             if (records_add(r, &item, "") != 0) goto out_of_memory; /* no name needed */
             continue;
         } else {
@@ -188,7 +200,7 @@ static void count(int fd, unsigned long long root_dev, int one_fs, totals *t, re
         }
         wide_add(&t->blocks, (unsigned long long)st.st_blocks);
         wide_add(&t->size, (unsigned long long)st.st_size);
-        double mtime = mtime_of(&st);
+        double mtime = time_of(&st.st_mtim);
         if (mtime > t->newest) t->newest = mtime;
     }
     rewinddir(dir); /* leave the shared offset where os.listdir(fd) leaves it */
@@ -261,16 +273,244 @@ static PyObject *count_folder(PyObject *self, PyObject *args) {
     return result;
 }
 
+
+/* ---- list_folder ---------------------------------------------------------------------- */
+
+typedef struct {
+    int err; /* fstatat failed with this errno: no stat below */
+    mode_t mode;
+    unsigned long long dev, ino, nlink, blocks;
+    double atime, mtime;
+    size_t name;   /* offsets into the arena */
+    ssize_t target; /* -1: no target */
+} listed;
+
+typedef struct {
+    listed *items;
+    size_t count, cap;
+    char *arena;
+    size_t used, room;
+    int list_errno;
+    int oom;
+} listing;
+
+/* A copy of `len` bytes plus a NUL in the arena; its offset, or -1 when memory ran out. */
+static ssize_t arena_put(listing *l, const char *text, size_t len) {
+    if (l->used + len + 1 > l->room) {
+        size_t room = l->room ? l->room * 2 : 16384;
+        while (room < l->used + len + 1) room *= 2;
+        char *grown = realloc(l->arena, room);
+        if (grown == NULL) return -1;
+        l->arena = grown;
+        l->room = room;
+    }
+    ssize_t at = (ssize_t)l->used;
+    memcpy(l->arena + l->used, text, len);
+    l->arena[l->used + len] = 0;
+    l->used += len + 1;
+    return at;
+}
+
+/* Runs without the GIL: only system calls and C memory. */
+static void list(int fd, listing *l) {
+    int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0) {
+        l->list_errno = errno;
+        return;
+    }
+    DIR *dir = fdopendir(copy);
+    if (dir == NULL) {
+        l->list_errno = errno;
+        close(copy);
+        return;
+    }
+    rewinddir(dir);
+    char target[PATH_MAX + 1]; /* os.readlink's buffer: at most PATH_MAX bytes are read */
+    for (;;) {
+        errno = 0;
+        struct dirent *entry = readdir(dir);
+        if (entry == NULL) {
+            if (errno != 0) l->list_errno = errno;
+            break;
+        }
+        const char *name = entry->d_name;
+        if (name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0))) continue;
+        if (l->count == l->cap) {
+            size_t cap = l->cap ? l->cap * 2 : 64;
+            listed *grown = realloc(l->items, cap * sizeof(listed));
+            if (grown == NULL) goto out_of_memory;
+            l->items = grown;
+            l->cap = cap;
+        }
+        listed *item = &l->items[l->count];
+        memset(item, 0, sizeof *item);
+        item->target = -1;
+        ssize_t at = arena_put(l, name, strlen(name));
+        if (at < 0) goto out_of_memory;
+        item->name = (size_t)at;
+        struct stat st;
+        int rc;
+        do {
+            rc = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW);
+        } while (rc != 0 && errno == EINTR);
+        l->count++;
+        if (rc != 0) {
+            item->err = errno ? errno : EIO;
+            continue;
+        }
+        item->mode = st.st_mode;
+        item->dev = (unsigned long long)st.st_dev;
+        item->ino = (unsigned long long)st.st_ino;
+        item->nlink = (unsigned long long)st.st_nlink;
+        item->blocks = (unsigned long long)st.st_blocks;
+        item->atime = time_of(&st.st_atim);
+        item->mtime = time_of(&st.st_mtim);
+        if (S_ISLNK(st.st_mode)) {
+            ssize_t length;
+            do {
+                length = readlinkat(fd, name, target, PATH_MAX);
+            } while (length < 0 && errno == EINTR);
+            if (length >= 0) {
+                item->target = arena_put(l, target, (size_t)length);
+                if (item->target < 0) goto out_of_memory;
+            }
+        }
+    }
+    rewinddir(dir);
+    closedir(dir);
+    return;
+out_of_memory:
+    l->oom = 1;
+    rewinddir(dir);
+    closedir(dir);
+}
+
+/* rel = prefix + name, as str: the name decoded as os.listdir decodes it */
+static PyObject *rel_of(PyObject *prefix, PyObject *name) {
+    return PyUnicode_GET_LENGTH(prefix) ? PyUnicode_Concat(prefix, name) : Py_NewRef(name);
+}
+
+static PyObject *make_one(const listing *l, const listed *item, PyObject *name, PyObject *prefix,
+                          PyObject *make, unsigned long long unit) {
+    PyObject *rel = rel_of(prefix, name), *size = NULL, *atime = NULL, *mtime = NULL,
+             *inode = NULL, *nlink = NULL, *target = NULL, *entry = NULL;
+    if (rel == NULL) goto done;
+    size = PyLong_FromUnsignedLongLong(item->blocks * unit);
+    atime = PyFloat_FromDouble(item->atime);
+    mtime = PyFloat_FromDouble(item->mtime);
+    inode = Py_BuildValue("(KK)", item->dev, item->ino);
+    nlink = PyLong_FromUnsignedLongLong(item->nlink);
+    if (size == NULL || atime == NULL || mtime == NULL || inode == NULL || nlink == NULL)
+        goto done;
+    if (item->target >= 0) {
+        target = PyUnicode_DecodeFSDefault(l->arena + item->target);
+        if (target == NULL) goto done;
+    } else {
+        target = Py_NewRef(Py_None);
+    }
+    PyObject *args[10] = {
+        rel,
+        S_ISDIR(item->mode) ? Py_True : Py_False,
+        S_ISLNK(item->mode) ? Py_True : Py_False,
+        S_ISREG(item->mode) ? Py_True : Py_False,
+        size, atime, mtime, inode, nlink, target,
+    };
+    entry = PyObject_Vectorcall(make, args, 10, NULL);
+done:
+    Py_XDECREF(rel);
+    Py_XDECREF(size);
+    Py_XDECREF(atime);
+    Py_XDECREF(mtime);
+    Py_XDECREF(inode);
+    Py_XDECREF(nlink);
+    Py_XDECREF(target);
+    return entry;
+}
+
+static PyObject *build_listing(const listing *l, PyObject *prefix, PyObject *make,
+                               unsigned long long unit) {
+    PyObject *entries = PyList_New(0), *subdirs = PyList_New(0), *errors = PyList_New(0);
+    if (entries == NULL || subdirs == NULL || errors == NULL) goto fail;
+    for (size_t i = 0; i < l->count; i++) {
+        const listed *item = &l->items[i];
+        PyObject *name = PyUnicode_DecodeFSDefault(l->arena + item->name), *made;
+        if (name == NULL) goto fail;
+        if (item->err) {
+            made = Py_BuildValue("(Ni)", name, item->err);
+            if (made == NULL || PyList_Append(errors, made) != 0) {
+                Py_XDECREF(made);
+                goto fail;
+            }
+            Py_DECREF(made);
+            continue;
+        }
+        PyObject *entry = make_one(l, item, name, prefix, make, unit);
+        if (entry == NULL || PyList_Append(entries, entry) != 0) {
+            Py_DECREF(name);
+            Py_XDECREF(entry);
+            goto fail;
+        }
+        if (S_ISDIR(item->mode)) {
+            made = PyTuple_Pack(2, name, entry);
+            if (made == NULL || PyList_Append(subdirs, made) != 0) {
+                Py_DECREF(name);
+                Py_DECREF(entry);
+                Py_XDECREF(made);
+                goto fail;
+            }
+            Py_DECREF(made);
+        }
+        Py_DECREF(name);
+        Py_DECREF(entry);
+    }
+    return Py_BuildValue("(NNN)", entries, subdirs, errors);
+fail:
+    Py_XDECREF(entries);
+    Py_XDECREF(subdirs);
+    Py_XDECREF(errors);
+    return NULL;
+}
+
+static PyObject *list_folder(PyObject *self, PyObject *args) {
+    int fd;
+    PyObject *prefix, *make;
+    unsigned long long unit;
+    (void)self;
+    if (!PyArg_ParseTuple(args, "iUOK:list_folder", &fd, &prefix, &make, &unit)) return NULL;
+    if (!PyCallable_Check(make)) {
+        PyErr_SetString(PyExc_TypeError, "list_folder: make_entry must be callable");
+        return NULL;
+    }
+    listing l = {NULL, 0, 0, NULL, 0, 0, 0, 0};
+    Py_BEGIN_ALLOW_THREADS
+    list(fd, &l);
+    Py_END_ALLOW_THREADS
+    PyObject *result = NULL;
+    if (l.oom)
+        PyErr_NoMemory();
+    else if (l.list_errno) {
+        errno = l.list_errno;
+        PyErr_SetFromErrno(PyExc_OSError);
+    } else
+        result = build_listing(&l, prefix, make, unit);
+    free(l.items);
+    free(l.arena);
+    return result;
+}
+
 static PyMethodDef methods[] = {
     {"count_folder", count_folder, METH_VARARGS,
      "count_folder(fd, root_dev, one_file_system) -> (blocks, size, files, dirs, newest, "
      "subdirs, linked, errors): one folder's entries, fstatat-ed relative to fd."},
+    {"list_folder", list_folder, METH_VARARGS,
+     "list_folder(fd, prefix, make_entry, block_unit) -> (entries, subdirs, errors): one "
+     "folder's entries, fstatat-ed relative to fd, each made by make_entry."},
     {NULL, NULL, 0, NULL},
 };
 
 static struct PyModuleDef module = {
     PyModuleDef_HEAD_INIT, "_native",
-    "The measuring walk's per-entry loop in C (see cachedoctor/fs/_native.c).", -1, methods,
+    "The per-entry loops of the measuring walk and the unit listing in C (see _native.c).", -1, methods,
     NULL, NULL, NULL, NULL,
 };
 

@@ -17,11 +17,12 @@ import errno
 import os
 import stat
 import sys
+from types import ModuleType
 from typing import Any
 
 from cachedoctor.cachedirtag import read_head
 from cachedoctor.fs.kinds import LinkKind
-from cachedoctor.fs.seam import FolderCounter, Ops
+from cachedoctor.fs.seam import FolderCounter, FolderLister, Ops
 
 DIR_FLAGS = (os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0)
              | getattr(os, "O_CLOEXEC", 0))
@@ -31,7 +32,7 @@ _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _IS_ROOT = hasattr(os, "geteuid") and os.geteuid() == 0
 _HAS_XATTR = hasattr(os, "listxattr")
 CHUNK = 1 << 20
-NATIVE_ABI = 2  # the ABI of the _native.c this code calls (a stale build is not used)
+NATIVE_ABI = 3  # the ABI of the _native.c this code calls (a stale build is not used)
 # errnos that mean "this fast path does not work here" (never "the data is bad"): fall back
 UNSUPPORTED = frozenset({errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.EPERM,
                          getattr(errno, "ENOTSUP", errno.EOPNOTSUPP), errno.EBADF,
@@ -220,13 +221,14 @@ class LinuxOps(PosixOps):
     def folder_counter(self) -> FolderCounter | None:
         """`_native.count_folder` where the wheel was built with it (hatch_build.py); it lists
         with readdir and stats with fstatat, as `os.listdir(fd)` and `os.lstat` do here."""
-        try:
-            from cachedoctor.fs import _native
-        except ImportError:
-            return None
-        if getattr(_native, "ABI", None) != NATIVE_ABI:  # built from another _native.c
-            return None
-        return _native.count_folder
+        native = _native_module()
+        return native.count_folder if native is not None else None
+
+    def folder_lister(self) -> FolderLister | None:
+        """`_native.list_folder`, built with `count_folder`; it adds readlinkat, as
+        `os.readlink` reads a link here."""
+        native = _native_module()
+        return native.list_folder if native is not None else None
 
     def copy_data(self, fin: int, fout: int, size: int) -> None:
         """copy_file_range (reflinks, server-side copies), then sendfile, then read/write; a
@@ -437,3 +439,13 @@ def mount_id(fd: int) -> int | None:
             except ValueError:
                 return None
     return None
+
+
+def _native_module() -> ModuleType | None:
+    """cachedoctor/fs/_native.c as built into this install, or None: not built (a pure wheel)
+    or built from another version of the file (a stale build in a source tree)."""
+    try:
+        from cachedoctor.fs import _native
+    except ImportError:
+        return None
+    return _native if getattr(_native, "ABI", None) == NATIVE_ABI else None

@@ -40,6 +40,11 @@ FolderCounter = Callable[[int, int, bool], tuple[int, int, int, int, float,
                                                list[tuple[str, int, int]],
                                                list[tuple[int, int, int, int, float]],
                                                list[tuple[str, int]]]]
+# list_folder(fd, prefix, make_entry, block_unit) of cachedoctor/fs/_native.c: (entries made by
+# make_entry(rel, is_dir, is_link, is_file, allocated, atime, mtime, (dev, ino), nlink, target),
+# the subfolders among them [(name, entry)], failures [(name, errno)])
+FolderLister = Callable[[int, str, Callable[..., Any], int],
+                        tuple[list[Any], list[tuple[str, Any]], list[tuple[str, int]]]]
 
 
 class Ops:
@@ -65,6 +70,11 @@ class Ops:
     def folder_counter(self) -> FolderCounter | None:
         """The compiled per-folder count of the measuring walk (`cachedoctor/fs/_native.c`),
         or None: the walk then lists and stats through `listdir` and `lstat`."""
+        return None
+
+    def folder_lister(self) -> FolderLister | None:
+        """The compiled per-folder listing of the unit listing (`cachedoctor/fs/_native.c`),
+        or None: the listing then uses `listdir`, `lstat` and `readlink`."""
         return None
 
     # --- folders ---------------------------------------------------------------------------
@@ -215,4 +225,4 @@ def rename(src: str, dst: str) -> None:
     current().rename_path(src, dst)
 
 
-__all__ = ["FolderCounter", "InUseError", "Ops", "current", "native", "rename", "use"]
+__all__ = ["FolderCounter", "FolderLister", "InUseError", "Ops", "current", "native", "rename", "use"]

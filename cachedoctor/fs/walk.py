@@ -94,6 +94,17 @@ class Task:
         self.data = data
 
 
+class Listed:
+    """A subfolder as a compiled loop saw it (`Ops.folder_counter`, `Ops.folder_lister`):
+    the identity `TreeWalk._open` compares the opened folder with."""
+
+    __slots__ = ("st_dev", "st_ino")
+
+    def __init__(self, st_dev: int, st_ino: int) -> None:
+        self.st_dev = st_dev
+        self.st_ino = st_ino
+
+
 def join_rel(rel: str, name: str) -> str:
     return f"{rel}/{name}" if rel else name
 
