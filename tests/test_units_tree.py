@@ -110,3 +110,29 @@ def test_a_folder_swapped_for_a_link_is_not_listed_through(tmp_path: Path) -> No
     tree = list_tree(str(root))
     assert "link" in tree.entries and tree.entries["link"].is_link
     assert not any("secret" in rel for rel in tree.entries)
+
+
+def test_a_link_resolves_to_the_lexical_normpath_of_its_target() -> None:
+    """`Tree.resolve` (a walk over the parts, normpath where a part is empty or `.`) against
+    its definition, on 50,000 random links mixing `..`, `.`, empty parts and dot names."""
+    import posixpath
+    import random
+
+    from cachedoctor.cacheunits.tree import Entry, Tree
+
+    def definition(rel: str, target: str) -> str | None:
+        if "\\" in target or target.startswith("/"):
+            return None
+        joined = posixpath.normpath(posixpath.join(posixpath.dirname(rel), target))
+        return None if joined in (".", "..") or joined.startswith("../") else joined
+
+    tree = Tree(root="/cache")
+    parts = ["..", ".", "", "a", "b", ".h", "..x", "blobs", "x..", "c\\d"]
+    pick = random.Random(14)
+    for _ in range(50_000):
+        rel = "/".join(pick.choice(["a", "b", "c", ".d"]) for _ in range(pick.randint(1, 4)))
+        target = "/".join(pick.choice(parts) for _ in range(pick.randint(1, 5)))
+        link = Entry(rel, False, True, False, 0, 0.0, 0.0, (0, 0), 1, target)
+        assert tree.resolve(link) == definition(rel, target), (rel, target)
+    assert tree.resolve(Entry("m/snapshots/c/w.bin", False, True, False, 0, 0.0, 0.0, (0, 0), 1,
+                              "../../blobs/ab12")) == "m/blobs/ab12"

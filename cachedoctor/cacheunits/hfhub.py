@@ -178,8 +178,8 @@ def _scan_repo(tree: Tree, rel: str, repo_type: str, repo_id: str) -> _Repo:
     revisions: dict[str, Revision] = {}
     dangling: list[str] = []
     snapshots = tree.get(f"{rel}/snapshots")
-    entries = tree.entries
-    for snap_entry in tree.children.get(f"{rel}/snapshots", ()):
+    entries, children = tree.entries, tree.children
+    for snap_entry in children.get(f"{rel}/snapshots", ()):
         if not snap_entry.is_dir:
             continue
         commit = snap_entry.name
@@ -187,8 +187,11 @@ def _scan_repo(tree: Tree, rel: str, repo_type: str, repo_id: str) -> _Repo:
         blobs: set[str] = set()
         files = 0
         newest = 0.0
-        for e in tree.below(snap_entry.rel):
+        stack = list(children.get(snap_entry.rel, ()))  # what `tree.below` yields, inlined
+        while stack:
+            e = stack.pop()
             if e.is_dir:
+                stack.extend(children.get(e.rel, ()))
                 continue
             files += 1
             blob = e
@@ -226,8 +229,10 @@ def _scan_repo(tree: Tree, rel: str, repo_type: str, repo_id: str) -> _Repo:
         unit.flags.append(f"corrupted: refs to missing snapshots ({', '.join(missing)})")
     if dangling:
         unit.flags.append(f"broken: {len(dangling)} dangling link{'s' if len(dangling) > 1 else ''}")
-    if any(e.rel.endswith(INCOMPLETE) for e in tree.below(f"{rel}/blobs")):
-        unit.flags.append("incomplete downloads")
+    for e in tree.below(f"{rel}/blobs"):
+        if e.rel.endswith(INCOMPLETE):
+            unit.flags.append("incomplete downloads")
+            break
     return _Repo(unit, revisions, ref_files, payloads, dangling)
 
 

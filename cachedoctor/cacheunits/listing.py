@@ -35,9 +35,8 @@ class LocationUnits(msgspec.Struct):
         doc: dict[str, Any] = {"tool": self.tool, "location": self.location, "name": self.name,
                                "path": self.path, "root": self.root, "note": self.note or None}
         if self.survey is not None:
-            doc.update(self.survey.to_json())
+            doc.update(self.survey.to_json(units))
             if units is not None:
-                doc["units"] = [u.to_json() for u in units]
                 doc["units_total"] = len(self.survey.units)
         return doc
 

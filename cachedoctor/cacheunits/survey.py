@@ -15,6 +15,7 @@ from typing import Any
 
 import msgspec
 
+from cachedoctor import collector
 from cachedoctor.cacheunits.base import Garbage, Unit
 from cachedoctor.cacheunits.clock import Clock, usage_clock
 from cachedoctor.cacheunits.registry import unit_type
@@ -44,13 +45,14 @@ class Survey(msgspec.Struct):
     def tool_only(self) -> Unit | None:
         return next((u for u in self.units if u.tool_only is not None), None)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, units: Sequence[Unit] | None = None) -> dict[str, Any]:
+        """`units`: the ones to show (`ls --limit`, sorted), each made once; default all."""
         return {
             "root": self.root,
             "bytes": self.total,
             "files": self.tree.files(),
             "clock": self.clock.to_json(),
-            "units": [u.to_json() for u in self.units],
+            "units": [u.to_json() for u in (self.units if units is None else units)],
             "garbage": [g.to_json() for g in self.garbage],
             "loose_files": len(self.loose),
             "loose_bytes": allocated(self.loose),
@@ -62,25 +64,27 @@ def survey(root: str, specs: Sequence[Any], *, rules: Rules = Rules(),
            clock: Clock | None = None, tree: Tree | None = None) -> Survey:
     """List `root` once (or take its listing `tree`) and find the units of every declaration
     in `specs`."""
-    tree = tree if tree is not None else list_tree(root, rules=rules)
-    result = Survey(root, tree, clock or usage_clock(root))
-    seen: set[str] = set()
-    for spec in specs:
-        kind = unit_type(spec.type)
-        result.pinned.extend(kind.pinned(spec, tree))  # structure file rules must leave alone
-        units, garbage = kind.find(spec, tree)
-        for unit in units:
-            if unit.id not in seen:  # two declarations over one folder: the first one names it
-                seen.add(unit.id)
-                result.units.append(unit)
-        result.garbage.extend(garbage)
-    _measure(result)
+    with collector.paused(keep=True):  # tens of thousands of objects, no cycles
+        tree = tree if tree is not None else list_tree(root, rules=rules)
+        result = Survey(root, tree, clock or usage_clock(root))
+        seen: set[str] = set()
+        for spec in specs:
+            kind = unit_type(spec.type)
+            result.pinned.extend(kind.pinned(spec, tree))  # structure file rules leave alone
+            units, garbage = kind.find(spec, tree)
+            for unit in units:
+                if unit.id not in seen:  # two declarations over one folder: the first names it
+                    seen.add(unit.id)
+                    result.units.append(unit)
+            result.garbage.extend(garbage)
+        _measure(result)
     return result
 
 
 def _measure(s: Survey) -> None:
     tree, users, clock = s.tree, s.users, s.clock
-    claimed: set[str] = set()
+    claimed: set[str] = set(s.pinned)  # members of whole units: everything below them is theirs
+    files_of: dict[str, list[Entry]] = {}
     for unit in s.units:
         if len(unit.members) == 1:
             entries = list(tree.below(unit.members[0]))
@@ -88,18 +92,17 @@ def _measure(s: Survey) -> None:
             entries = list({e.rel: e for m in unit.members for e in tree.below(m)}.values())
         s.expanded[unit.id] = entries
         if not unit.file_level and unit.tool_only is None:
-            claimed.update(e.rel for e in entries)
+            claimed.update(unit.members)
         uid = unit.id
-        for e in entries:
-            if not e.is_dir:
-                named = users.get(e.inode)
-                if named is None:
-                    users[e.inode] = {uid}
-                else:
-                    named.add(uid)
+        files = files_of[uid] = [e for e in entries if not e.is_dir]
+        for e in files:
+            named = users.get(e.inode)
+            if named is None:
+                users[e.inode] = {uid}
+            else:
+                named.add(uid)
     for unit in s.units:
-        entries = s.expanded[unit.id]
-        files = [e for e in entries if not e.is_dir]
+        entries, files = s.expanded[unit.id], files_of[unit.id]
         unit.bytes = allocated(entries)
         unit.files = len(files)
         own = tree.get(unit.path)
@@ -123,10 +126,28 @@ def _measure(s: Survey) -> None:
         if outside:
             unit.flags.append(f"hard-linked: {outside} name{'s' if outside > 1 else ''} outside "
                               "the cache (those files free nothing)")
-    for rel in s.pinned:
-        claimed.update(e.rel for e in tree.below(rel))
-    s.loose = [e for e in tree.entries.values() if not e.is_dir and e.rel not in claimed]
+    s.loose = _unclaimed_files(tree, claimed)
     for g in s.garbage:
         parts = {e.rel: e for member in g.members for e in tree.below(member)}
         g.bytes = allocated(e for e in parts.values() if tree.outside_names(e) == 0)
         g.files = sum(1 for e in parts.values() if not e.is_dir)
+
+
+def _unclaimed_files(tree: Tree, claimed: set[str]) -> list[Entry]:
+    """The files below no claimed entry, in listing order: the walk does not enter what a
+    unit holds (a unit's members are most of a cache)."""
+    root = tree.get("")
+    if root is None:
+        return []
+    found: list[Entry] = []
+    children = tree.children
+    stack = [root]
+    while stack:
+        entry = stack.pop()
+        if entry.rel in claimed:
+            continue
+        if entry.is_dir:
+            stack.extend(reversed(children.get(entry.rel, ())))
+        else:
+            found.append(entry)
+    return found

@@ -40,6 +40,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from cachedoctor import collector
 from cachedoctor.fs import seam
 from cachedoctor.fs.seam import Ops
 
@@ -296,18 +297,13 @@ class TreeWalk:
     def _walk(self, root: Frame) -> None:
         """Walk everything below `root`, forked, threaded or here; the collector is paused
         (no reference cycles are made; rescanning the heap only costs time)."""
-        gc_was_on = gc.isenabled()
-        gc.disable()
-        try:
+        with collector.paused():
             if self.workers > 1 and self.ops.can_fork:
                 self._walk_forked(root)
             elif self.threads > 1:
                 self._walk_threads(root)
             else:
                 self._loop([root], base=0)
-        finally:
-            if gc_was_on:
-                gc.enable()
 
     def _loop(self, frames: list[Frame], base: int) -> None:
         """Depth-first, post-order, until only `base` frames are left (those are not closed).
