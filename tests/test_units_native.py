@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from cachedoctor.cacheunits import list_tree, survey
-from cachedoctor.cacheunits.tree import Entry, Tree
+from cachedoctor.cacheunits.hfhub import HfHub
+from cachedoctor.cacheunits.tree import Entry, Tree, read_text
 from cachedoctor.fs import posix, seam
 from cachedoctor.profiles.model import HfHubUnits
 from cachedoctor.safedelete import Rules
@@ -39,7 +40,7 @@ def python_loop(monkeypatch: pytest.MonkeyPatch, root: Path | str, **options: An
 def picture(tree: Tree) -> tuple[object, ...]:
     """Everything a listing holds, in order (entries compare field by field)."""
     return (list(tree.entries.items()), {rel: list(es) for rel, es in tree.children.items()},
-            sorted(tree.kept), tree.errors)
+            sorted(tree.kept), tree.errors, sorted(tree.contents.items()))
 
 
 def both(monkeypatch: pytest.MonkeyPatch, root: Path | str, **options: Any) -> Tree:
@@ -79,12 +80,36 @@ def test_every_kind_is_listed_as_the_python_loop_lists_it(
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_hub_surveys_alike(hub: Path, workers: int, monkeypatch: pytest.MonkeyPatch) -> None:
-    tree = both(monkeypatch, hub, workers=workers)
+    tree = both(monkeypatch, hub, workers=workers, reads=HfHub().reads(HfHubUnits()))
+    assert sorted(tree.contents) == ["models--org--m0/refs/main", "models--org--m1/refs/main",
+                                     "models--org--m1/refs/refs/pr/1"]
     compiled = survey(str(hub), [HfHubUnits()], tree=tree)
     python = survey(str(hub), [HfHubUnits()], tree=python_loop(monkeypatch, hub, workers=workers))
     assert [u.to_json() for u in compiled.units] == [u.to_json() for u in python.units]
     assert [g.to_json() for g in compiled.garbage] == [g.to_json() for g in python.garbage]
     assert len(compiled.units) == 2 and compiled.garbage  # the detached revisions
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_the_refs_read_while_listing_are_what_reading_them_later_gives(
+        hub: Path, workers: int) -> None:
+    """The survey reads the refs as their folders are listed (in the workers), relative to
+    the folder listed: the same units as reading each one by path afterwards; a ref that is
+    not a regular file, or that was replaced since it was listed, is not read."""
+    later = survey(str(hub), [HfHubUnits()], tree=list_tree(str(hub), workers=workers))
+    now = survey(str(hub), [HfHubUnits()])
+    assert now.tree.contents and not later.tree.contents
+    assert [u.to_json() for u in now.units] == [u.to_json() for u in later.units]
+    refs = hub / "models--org--m0" / "refs"
+    (refs / "linked").symlink_to("main")
+    os.mkfifo(refs / "fifo")  # never opened: a reader would wait for a writer
+    listing = list_tree(str(hub), workers=workers, reads=HfHub().reads(HfHubUnits()))
+    assert sorted(listing.contents)[:1] == ["models--org--m0/refs/main"]
+    assert not {"models--org--m0/refs/linked", "models--org--m0/refs/fifo"} & set(listing.contents)
+    listed = listing.entries["models--org--m0/refs/main"]
+    (refs / "new").write_text("0" * 40)
+    os.replace(refs / "new", refs / "main")  # another inode under the listed name
+    assert read_text(str(refs / "main"), listed) is None
 
 
 def test_rules_take_the_python_loop(hub: Path, monkeypatch: pytest.MonkeyPatch) -> None:

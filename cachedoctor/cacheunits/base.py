@@ -15,12 +15,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from cachedoctor.cacheunits.tree import Entry, Tree
-
-_READ_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-               | getattr(os, "O_NONBLOCK", 0))
-_NOATIME = getattr(os, "O_NOATIME", 0)
-SMALL_FILE = 1 << 20  # refs and manifests are a few hundred bytes; anything bigger is not one
+from cachedoctor.cacheunits.tree import Entry, Tree, read_text
 
 
 class Step(msgspec.Struct, frozen=True):
@@ -125,6 +120,11 @@ class UnitType(Protocol):
         keeps them."""
         ...
 
+    def reads(self, spec: Any) -> Callable[[str], bool] | None:
+        """Which folders' small files `find` reads (`read_small`), as a test of the folder's
+        rel: the listing reads them while each such folder is open. None: none."""
+        return None
+
     def pinned(self, spec: Any, tree: Tree) -> list[str]:
         """Structure of the store that file rules must leave alone (relative paths)."""
         return []
@@ -173,30 +173,11 @@ def match_folders(tree: Tree, pattern: str) -> list[str]:
 
 
 def read_small(tree: Tree, rel: str) -> str | None:
-    """The text of a small file of the listing (a ref, a manifest), without moving its access
-    time (O_NOATIME where the kernel allows it) and without following a link."""
+    """The text of a small file of the listing (a ref, a manifest): as the listing read it
+    (`UnitType.reads`), else read now by path (`read_text`: the inode listed, no atime moved,
+    no link followed)."""
+    text = tree.contents.get(rel)
+    if text is not None:
+        return text
     entry = tree.get(rel)
-    if entry is None or not entry.is_file or entry.size > SMALL_FILE * 2:
-        return None
-    path = os.path.join(tree.root, rel)
-    fd = -1
-    for flags in ((_READ_FLAGS | _NOATIME), _READ_FLAGS) if _NOATIME else (_READ_FLAGS,):
-        try:
-            fd = os.open(path, flags)
-            break
-        except PermissionError:
-            continue  # O_NOATIME needs the file's owner: read it plainly
-        except OSError:
-            return None
-    if fd < 0:
-        return None
-    try:
-        st = os.fstat(fd)
-        if (st.st_dev, st.st_ino) != entry.inode:
-            return None
-        data = os.read(fd, SMALL_FILE)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    return data.decode("utf-8", errors="replace")
+    return read_text(os.path.join(tree.root, rel), entry) if entry is not None else None

@@ -18,7 +18,7 @@ dangling snapshot links.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 import msgspec
 
@@ -68,6 +68,9 @@ class HfHub(UnitType):
         garbage.extend(_unused_payloads(tree, units))
         return units, garbage
 
+    def reads(self, spec: HfHubUnits) -> Callable[[str], bool]:
+        return _in_refs
+
     def pinned(self, spec: HfHubUnits, tree: Tree) -> list[str]:
         """The shared store is structure, not loose files: its marker and `.refs` manifests
         go only with the payloads they describe."""
@@ -93,6 +96,12 @@ class HfHub(UnitType):
             if named or (len(wanted) >= 7 and rev.commit.startswith(wanted)):
                 return rev.commit
         return None
+
+
+def _in_refs(rel: str) -> bool:
+    """`<repo>/refs` and the folders below it (`refs/pr`): the refs `_scan_repo` reads."""
+    rest = rel.partition("/")[2]
+    return rest == "refs" or rest.startswith("refs/")
 
 
 def repo_removal(tree: Tree, repo_rel: str, gone: Gone) -> list[Step]:

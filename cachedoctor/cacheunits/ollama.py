@@ -13,6 +13,7 @@ deletion time). Garbage: blobs no manifest references and interrupted downloads
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from cachedoctor.cacheunits.base import Garbage, Gone, Step, Unit, UnitType, names_step, read_small
 from cachedoctor.cacheunits.tree import Tree
@@ -42,7 +43,14 @@ def _digests(text: str) -> list[str] | None:
     return [d.replace(":", "-", 1) for d in digests if isinstance(d, str) and d]
 
 
+def _in_manifests(rel: str) -> bool:
+    return rel == "manifests" or rel.startswith("manifests/")
+
+
 class OllamaModels(UnitType):
+    def reads(self, spec: OllamaUnits) -> Callable[[str], bool]:
+        return _in_manifests
+
     def find(self, spec: OllamaUnits, tree: Tree) -> tuple[list[Unit], list[Garbage]]:
         units: list[Unit] = []
         used: set[str] = set()

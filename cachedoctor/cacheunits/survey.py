@@ -10,7 +10,7 @@ unit (or in a content-addressed store) are the location's `loose` files: file ru
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import msgspec
@@ -65,7 +65,7 @@ def survey(root: str, specs: Sequence[Any], *, rules: Rules = Rules(),
     """List `root` once (or take its listing `tree`) and find the units of every declaration
     in `specs`."""
     with collector.paused(keep=True):  # tens of thousands of objects, no cycles
-        tree = tree if tree is not None else list_tree(root, rules=rules)
+        tree = tree if tree is not None else list_tree(root, rules=rules, reads=_reads(specs))
         result = Survey(root, tree, clock or usage_clock(root))
         seen: set[str] = set()
         for spec in specs:
@@ -79,6 +79,14 @@ def survey(root: str, specs: Sequence[Any], *, rules: Rules = Rules(),
             result.garbage.extend(garbage)
         _measure(result)
     return result
+
+
+def _reads(specs: Sequence[Any]) -> Callable[[str], bool] | None:
+    """The folders whose small files any of these declarations reads (`UnitType.reads`)."""
+    tests = [test for spec in specs if (test := unit_type(spec.type).reads(spec)) is not None]
+    if len(tests) <= 1:
+        return tests[0] if tests else None
+    return lambda rel: any(test(rel) for test in tests)
 
 
 def _measure(s: Survey) -> None:

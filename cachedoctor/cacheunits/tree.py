@@ -20,7 +20,7 @@ import contextlib
 import errno
 import os
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import msgspec
@@ -65,13 +65,15 @@ class Entry(msgspec.Struct, frozen=True, gc=False, array_like=True):
 
 
 class Tree(msgspec.Struct):
-    """Every entry of a location; `kept` are the entries the rules keep (not entered)."""
+    """Every entry of a location; `kept` are the entries the rules keep (not entered);
+    `contents` the text of the small files the listing was asked to read (`list_tree`)."""
 
     root: str
     entries: dict[str, Entry] = msgspec.field(default_factory=dict)
     children: dict[str, list[Entry]] = msgspec.field(default_factory=dict)  # folder rel -> its entries
     kept: set[str] = msgspec.field(default_factory=set)
     errors: list[str] = msgspec.field(default_factory=list)
+    contents: dict[str, str] = msgspec.field(default_factory=dict)  # rel -> text (`reads`)
     _names: dict[tuple[int, int], int] | None = None
 
     def get(self, rel: str) -> Entry | None:
@@ -190,6 +192,42 @@ def allocated(entries: Iterable[Entry]) -> int:
     return total
 
 
+_READ_FLAGS = (os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+               | getattr(os, "O_NONBLOCK", 0))
+_NOATIME = getattr(os, "O_NOATIME", 0)
+SMALL_FILE = 1 << 20  # refs and manifests are a few hundred bytes; anything bigger is not one
+
+
+def read_text(name: str, entry: Entry, dir_fd: int | None = None) -> str | None:
+    """The text of a small file of a listing (a ref, a manifest), if `name` (relative to
+    `dir_fd`) still is that inode: without moving its access time (O_NOATIME where the kernel
+    allows it) and without following a link. None when it is not a small regular file or
+    cannot be read."""
+    if not entry.is_file or entry.size > SMALL_FILE * 2:
+        return None
+    fd = -1
+    for flags in ((_READ_FLAGS | _NOATIME), _READ_FLAGS) if _NOATIME else (_READ_FLAGS,):
+        try:
+            fd = os.open(name, flags, dir_fd=dir_fd)
+            break
+        except PermissionError:
+            continue  # O_NOATIME needs the file's owner: read it plainly
+        except OSError:
+            return None
+    if fd < 0:
+        return None
+    try:
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != entry.inode:
+            return None
+        data = os.read(fd, SMALL_FILE)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return data.decode("utf-8", errors="replace")
+
+
 def _entry(rel: str, st: os.stat_result, target: str | None, block_unit: int) -> Entry:
     kind = st.st_mode & _IFMT
     return Entry(
@@ -212,15 +250,18 @@ def _entry(rel: str, st: os.stat_result, target: str | None, block_unit: int) ->
 PARALLEL_ENTRIES = 2048
 
 
-def list_tree(root: str, *, rules: Rules = Rules(), workers: int | None = None) -> Tree:
+def list_tree(root: str, *, rules: Rules = Rules(), workers: int | None = None,
+              reads: Callable[[str], bool] | None = None) -> Tree:
     """List `root` (a real folder, not a link) and everything under it, as `du -x` would see it.
 
     Entries the rules keep are recorded in `kept` and not entered; with `only`, files outside
     it are kept too (exactly what the deleter would leave). `workers`: None = one process per
     usable CPU for a big tree (Linux); 1 = this process only; n > 1 = up to n processes even
     for a small one (the tests). The listing is the same whichever way it was made: entries
-    and each folder's children in the order one process walks them."""
-    lister = _Lister(root, rules, workers)
+    and each folder's children in the order one process walks them. `reads(folder rel)`: the
+    small files of the folders it accepts are read while they are open (`Tree.contents`, by
+    the workers that list them), relative to the folder listed rather than by path later."""
+    lister = _Lister(root, rules, workers, reads)
     lister.run()
     return lister.tree
 
@@ -232,8 +273,10 @@ class _Lister(TreeWalk):
 
     check_mounts = True
 
-    def __init__(self, root: str, rules: Rules, workers: int | None = None) -> None:
+    def __init__(self, root: str, rules: Rules, workers: int | None = None,
+                 reads: Callable[[str], bool] | None = None) -> None:
         super().__init__(root)
+        self.reads = reads
         self.rules = rules
         self.has_rules = bool(rules.keep or rules.exclude or rules.only)
         self.tree = Tree(root=root)
@@ -340,7 +383,18 @@ class _Lister(TreeWalk):
                     target = None
             entry = entries[rel] = _entry(rel, st, target, unit)
             listed.append(entry)
+        if self.reads is not None and self.reads(frame.rel):
+            self._read_files(frame, listed)
         return False
+
+    def _read_files(self, frame: Frame, listed: list[Entry]) -> None:
+        """The small files of a folder `reads` accepts, read relative to its descriptor."""
+        contents, start = self.tree.contents, len(frame.rel) + 1 if frame.rel else 0
+        for entry in listed:
+            if entry.is_file:
+                text = read_text(entry.rel[start:], entry, frame.fd)
+                if text is not None:
+                    contents[entry.rel] = text
 
     def _scan_compiled(self, frame: Frame, frames: list[Frame], defer: list[Task] | None,
                        lister: seam.FolderLister) -> bool:
@@ -358,6 +412,8 @@ class _Lister(TreeWalk):
                 entries, subdirs, failed = [], [], []
             listed.extend(entries)
             self.compiled += len(entries)
+            if self.reads is not None and self.reads(frame.rel):
+                self._read_files(frame, entries)
             for name, code in failed:
                 if code != errno.ENOENT:
                     self._error(prefix + name, OSError(code, os.strerror(code)))
@@ -397,20 +453,20 @@ class _Lister(TreeWalk):
         """A worker's part: its entries folder by folder, each folder's in the order it listed
         them (msgpack: pickling structs one by one is 10 times slower; pickled when a name is
         not UTF-8), the folders it entered with how many entries each holds, what it kept,
-        its errors and the deferred folders it could not enter."""
+        its errors, the deferred folders it could not enter and the files it read."""
         tree = self.tree
         listed = [entry for entries in tree.children.values() for entry in entries]
         encoded: bytes | list[Entry] = listed
         with contextlib.suppress(UnicodeEncodeError):  # a name not UTF-8 (surrogate escapes)
             encoded = msgspec.msgpack.encode(listed)  # ...is pickled instead
         counts = [(folder, len(entries)) for folder, entries in tree.children.items()]
-        return encoded, counts, sorted(tree.kept), tree.errors, self.dropped
+        return encoded, counts, sorted(tree.kept), tree.errors, self.dropped, tree.contents
 
     def _absorb(self, state: Any) -> None:
         """A worker's folders join the listing as the lists it sent; `tree.entries` is left to
         `_walk_order`, which a forked listing always ends with (an entry by entry merge here
         was a fifth of listing a 2,000-repo hub)."""
-        encoded, counts, kept, errors, dropped = state
+        encoded, counts, kept, errors, dropped, contents = state
         tree = self.tree
         listed = encoded if isinstance(encoded, list) else msgspec.msgpack.decode(
             encoded, type=list[Entry])
@@ -420,6 +476,7 @@ class _Lister(TreeWalk):
             start += count
         tree.kept.update(kept)
         tree.errors.extend(errors)
+        tree.contents.update(contents)
         self._drop(dropped)
 
     def _drop(self, rels: list[str]) -> None:
