@@ -213,6 +213,11 @@ def test_the_raw_function(tmp_path: Path) -> None:
             LISTER(fd, "", lambda *fields: 1 / 0, 512)
         with pytest.raises(TypeError):
             LISTER(fd, "", None, 512)  # type: ignore[arg-type]
+        big = 1 << 61  # st_blocks * block_unit past 64 bits: as Python's ints multiply
+        assert {e.rel: e.size for e in LISTER(fd, "", Entry, big)[0]} == {
+            n: os.lstat(tmp_path / n).st_blocks * big for n in os.listdir(fd)}
+        with pytest.raises(OverflowError):
+            LISTER(fd, "", Entry, -1)
     finally:
         os.close(fd)
     file_fd = os.open(tmp_path / "f1", os.O_RDONLY)

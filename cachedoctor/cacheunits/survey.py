@@ -64,7 +64,7 @@ def survey(root: str, specs: Sequence[Any], *, rules: Rules = Rules(),
            clock: Clock | None = None, tree: Tree | None = None) -> Survey:
     """List `root` once (or take its listing `tree`) and find the units of every declaration
     in `specs`."""
-    with collector.paused(keep=True):  # tens of thousands of objects, no cycles
+    with collector.paused():  # tens of thousands of objects, no cycles
         tree = tree if tree is not None else list_tree(root, rules=rules, reads=_reads(specs))
         result = Survey(root, tree, clock or usage_clock(root))
         seen: set[str] = set()

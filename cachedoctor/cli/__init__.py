@@ -120,6 +120,18 @@ def _discard_closed_streams() -> None:
 
 
 def main() -> None:
+    from cachedoctor import collector
+
+    collector.pause_start_up()  # until the profiles are loaded or typer runs the line
+    try:
+        _main()
+    finally:
+        collector.resume()  # (for a caller embedding main; the process usually ends here)
+
+
+def _main() -> None:
+    from cachedoctor import collector
+
     _discard_closed_streams()
     if sys.argv[1:] in (["--version"], ["-V"]):
         from cachedoctor import __version__
@@ -140,6 +152,7 @@ def main() -> None:
         if code is None:
             from cachedoctor.cli.app import run
 
+            collector.start_up_done()
             code = run(keep_specs=True)
     except KeyboardInterrupt as exc:  # during start-up, before run() handles it
         sys.stderr.write("\ninterrupted\n")

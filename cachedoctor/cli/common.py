@@ -12,6 +12,8 @@ import re
 import sys
 from typing import TYPE_CHECKING, Any
 
+from cachedoctor import collector
+
 if TYPE_CHECKING:
     from rich.console import Console
 
@@ -39,6 +41,7 @@ def profile_set() -> ProfileSet:
         OPTIONS._profiles = load_profiles(OPTIONS.profiles_dirs)
         for error in OPTIONS._profiles.errors:
             warn(f"skipping profile: {error}")
+        collector.start_up_done()  # the index was the last of what the program starts with
     return OPTIONS._profiles
 
 

@@ -390,12 +390,23 @@ static PyObject *rel_of(PyObject *prefix, PyObject *name) {
     return PyUnicode_GET_LENGTH(prefix) ? PyUnicode_Concat(prefix, name) : Py_NewRef(name);
 }
 
+/* st_blocks * block_unit, as Python's ints multiply them (no wrap past 64 bits) */
+static PyObject *allocated_of(unsigned long long blocks, unsigned long long unit,
+                              PyObject *unit_obj) {
+    if (unit == 0 || blocks <= ULLONG_MAX / unit) return PyLong_FromUnsignedLongLong(blocks * unit);
+    PyObject *wide_blocks = PyLong_FromUnsignedLongLong(blocks);
+    if (wide_blocks == NULL) return NULL;
+    PyObject *product = PyNumber_Multiply(wide_blocks, unit_obj);
+    Py_DECREF(wide_blocks);
+    return product;
+}
+
 static PyObject *make_one(const listing *l, const listed *item, PyObject *name, PyObject *prefix,
-                          PyObject *make, unsigned long long unit) {
+                          PyObject *make, unsigned long long unit, PyObject *unit_obj) {
     PyObject *rel = rel_of(prefix, name), *size = NULL, *atime = NULL, *mtime = NULL,
              *inode = NULL, *nlink = NULL, *target = NULL, *entry = NULL;
     if (rel == NULL) goto done;
-    size = PyLong_FromUnsignedLongLong(item->blocks * unit);
+    size = allocated_of(item->blocks, unit, unit_obj);
     atime = PyFloat_FromDouble(item->atime);
     mtime = PyFloat_FromDouble(item->mtime);
     inode = Py_BuildValue("(KK)", item->dev, item->ino);
@@ -428,7 +439,7 @@ done:
 }
 
 static PyObject *build_listing(const listing *l, PyObject *prefix, PyObject *make,
-                               unsigned long long unit) {
+                               unsigned long long unit, PyObject *unit_obj) {
     PyObject *entries = PyList_New(0), *subdirs = PyList_New(0), *errors = PyList_New(0);
     if (entries == NULL || subdirs == NULL || errors == NULL) goto fail;
     for (size_t i = 0; i < l->count; i++) {
@@ -444,7 +455,7 @@ static PyObject *build_listing(const listing *l, PyObject *prefix, PyObject *mak
             Py_DECREF(made);
             continue;
         }
-        PyObject *entry = make_one(l, item, name, prefix, make, unit);
+        PyObject *entry = make_one(l, item, name, prefix, make, unit, unit_obj);
         if (entry == NULL || PyList_Append(entries, entry) != 0) {
             Py_DECREF(name);
             Py_XDECREF(entry);
@@ -473,10 +484,12 @@ fail:
 
 static PyObject *list_folder(PyObject *self, PyObject *args) {
     int fd;
-    PyObject *prefix, *make;
-    unsigned long long unit;
+    PyObject *prefix, *make, *unit_obj;
     (void)self;
-    if (!PyArg_ParseTuple(args, "iUOK:list_folder", &fd, &prefix, &make, &unit)) return NULL;
+    if (!PyArg_ParseTuple(args, "iUOO!:list_folder", &fd, &prefix, &make, &PyLong_Type, &unit_obj))
+        return NULL;
+    unsigned long long unit = PyLong_AsUnsignedLongLong(unit_obj); /* a negative one raises */
+    if (unit == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
     if (!PyCallable_Check(make)) {
         PyErr_SetString(PyExc_TypeError, "list_folder: make_entry must be callable");
         return NULL;
@@ -492,7 +505,7 @@ static PyObject *list_folder(PyObject *self, PyObject *args) {
         errno = l.list_errno;
         PyErr_SetFromErrno(PyExc_OSError);
     } else
-        result = build_listing(&l, prefix, make, unit);
+        result = build_listing(&l, prefix, make, unit, unit_obj);
     free(l.items);
     free(l.arena);
     return result;

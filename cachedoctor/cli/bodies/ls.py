@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, cast
 
+from cachedoctor import collector
 from cachedoctor.cli import output
 from cachedoctor.cli.common import emit_json, profile_set, stdout_console, warn
 from cachedoctor.errors import EXIT_BAD_INPUT, EXIT_OK
@@ -27,6 +28,7 @@ def ls(*, tool: str, location: str | None, sort: str, limit: int | None, json_ou
     (profile,) = profiles.select([tool])
     all_profiles = [lp.profile for lp in profiles.profiles.values()]
     found = list_units(profile, Host.current(), location=location, all_profiles=all_profiles)
+    collector.keep_until_exit()  # the listing is this run's output: no collection rescans it
     shown = {id(f): sort_units(f.survey.units, key)[:limit] if f.survey else [] for f in found}
     if json_out:
         for error in (e for f in found if f.survey for e in f.survey.tree.errors):
