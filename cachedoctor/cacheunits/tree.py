@@ -9,9 +9,10 @@ The listing is a visitor of the one walker (`fs.walk`, through the OS seam: the 
 Windows): folders are opened relative to their parent (the identity checked against the
 listing), it never follows a link, never enters another filesystem (like `du -x`) nor a
 folder the rules exclude (another location nested in this one, a `keep:` glob). Only `lstat`,
-`readlink` and `listdir` are used: nothing is opened for reading, so no access time moves
-except the folders' own (and a link's, where the kernel counts `readlink` as a use: see
-`Clock`).
+`readlink` and `listdir` are used, so no access time moves except the folders' own (and a
+link's, where the kernel counts `readlink` as a use: see `Clock`); the one exception, the small
+files a unit type reads (`reads`: refs, manifests), are opened with O_NOATIME where the kernel
+allows it. On Linux the per-folder loop is C (`Ops.folder_lister`), the same entries.
 """
 
 from __future__ import annotations
