@@ -391,3 +391,30 @@ def test_a_late_file_symlink_is_merged_as_a_file_symlink(windows_double: Any,
     st = windows_double.lstat(str(new / "latest"))
     assert not st.st_file_attributes & FILE_ATTRIBUTE_DIRECTORY
     assert os.readlink(new / "latest") == "data.bin"
+
+
+def test_a_hub_survey_reads_its_refs_by_path_on_windows(
+        windows_double: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows' folder descriptors are the seam's own numbers and its os.open takes no dir_fd
+    (NotImplementedError: os.supports_dir_fd is empty there, per the os module's docs): the
+    refs are not read while listing (`Ops.os_descriptors`) but by path afterwards, with the
+    same units."""
+    real_open = os.open
+
+    def windows_open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: Any = None) -> int:
+        if dir_fd is not None:
+            raise NotImplementedError("dir_fd unavailable on this platform")
+        return real_open(path, flags, mode)
+
+    monkeypatch.setattr(os, "open", windows_open)
+    from cachedoctor.cacheunits import survey as survey_units
+    from cachedoctor.profiles.model import HfHubUnits
+    from tests.layouts import commit_of, make_repo
+
+    hub = tmp_path / "hub"
+    hub.mkdir()
+    make_repo(hub, "org/m", {commit_of("a"): {"w.bin": b"w" * 5000}}, {"main": commit_of("a")})
+    found = survey_units(str(hub), [HfHubUnits()])
+    assert found.tree.contents == {}
+    (unit,) = found.units
+    assert [r.refs for r in unit.revisions] == [["main"]] and not unit.flags

@@ -277,7 +277,9 @@ class _Lister(TreeWalk):
     def __init__(self, root: str, rules: Rules, workers: int | None = None,
                  reads: Callable[[str], bool] | None = None) -> None:
         super().__init__(root)
-        self.reads = reads
+        # read relative to the folder where its descriptor is the OS's (elsewhere, Windows,
+        # `read_small` reads each file by path after the listing, as it always did)
+        self.reads = reads if self.ops.os_descriptors else None
         self.rules = rules
         self.has_rules = bool(rules.keep or rules.exclude or rules.only)
         self.tree = Tree(root=root)

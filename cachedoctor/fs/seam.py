@@ -58,6 +58,7 @@ class Ops:
     modes_meaningful = True  # chmod bits mean something (Windows: only the read-only flag)
     probes_locks = True  # flock can be probed (POSIX); Windows: sharing violations instead
     trash_by_path = False  # the trash takes a path (Windows' Recycle Bin), not (fd, name)
+    os_descriptors = True  # folder descriptors are the OS's: `os.open(name, dir_fd=fd)` works
 
     listdir: Callable[[int], list[str]]
     lstat: Callable[..., Any]  # lstat(name, *, dir_fd): the listing stat

@@ -105,6 +105,7 @@ class WindowsOps(Ops):
     modes_meaningful = False
     probes_locks = False
     trash_by_path = True
+    os_descriptors = False  # the seam's own numbers (Windows' os.open has no dir_fd either)
     retry_delays: tuple[float, ...] = (0.01, 0.02, 0.05, 0.1, 0.2, 0.4, 0.8, 1.2)
 
     def __init__(self, api: Any = None) -> None:
