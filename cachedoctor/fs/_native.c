@@ -54,6 +54,81 @@
 
 #define ABI 3
 
+/* ---- shared by both loops ------------------------------------------------------------- */
+
+/* Names (and link targets) of one folder, NUL-terminated, one after another. */
+typedef struct {
+    char *bytes;
+    size_t used, room;
+} arena;
+
+/* A copy of `len` bytes plus a NUL; its offset, or -1 when memory ran out (offsets, not
+ * pointers: the arena moves as it grows). */
+static ssize_t arena_put(arena *a, const char *text, size_t len) {
+    if (a->used + len + 1 > a->room) {
+        size_t room = a->room ? a->room * 2 : 16384;
+        while (room < a->used + len + 1) room *= 2;
+        char *grown = realloc(a->bytes, room);
+        if (grown == NULL) return -1;
+        a->bytes = grown;
+        a->room = room;
+    }
+    ssize_t at = (ssize_t)a->used;
+    memcpy(a->bytes + a->used, text, len);
+    a->bytes[a->used + len] = 0;
+    a->used += len + 1;
+    return at;
+}
+
+/* The folder open as `fd`, listed from its start through a duplicate (as os.listdir's dup:
+ * close-on-exec; the offset is shared with the caller's descriptor); NULL with *err set. */
+static DIR *open_listing(int fd, int *err) {
+    int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (copy < 0) {
+        *err = errno;
+        return NULL;
+    }
+    DIR *dir = fdopendir(copy);
+    if (dir == NULL) {
+        *err = errno;
+        close(copy);
+        return NULL;
+    }
+    rewinddir(dir);
+    return dir;
+}
+
+/* The next name but `.` and `..`; NULL at the end (with *err set when readdir failed). */
+static const char *next_name(DIR *dir, int *err) {
+    for (;;) {
+        errno = 0;
+        struct dirent *entry = readdir(dir);
+        if (entry == NULL) {
+            if (errno != 0) *err = errno;
+            return NULL;
+        }
+        const char *name = entry->d_name;
+        if (!(name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0)))) return name;
+    }
+}
+
+/* Leave the shared offset where os.listdir(fd) leaves it (the start), and close. */
+static void close_listing(DIR *dir) {
+    rewinddir(dir);
+    closedir(dir);
+}
+
+/* fstatat without following a link, retried on EINTR: 0, or the errno. */
+static int stat_at(int fd, const char *name, struct stat *st) {
+    int rc;
+    do {
+        rc = fstatat(fd, name, st, AT_SYMLINK_NOFOLLOW);
+    } while (rc != 0 && errno == EINTR);
+    return rc == 0 ? 0 : (errno ? errno : EIO);
+}
+
+/* ---- count_folder --------------------------------------------------------------------- */
+
 enum { REC_DIR = 0, REC_LINKED = 1, REC_ERROR = 2 };
 
 typedef struct {
@@ -70,12 +145,10 @@ typedef struct {
 typedef struct {
     record *items;
     size_t count, cap;
-    char *names;
-    size_t used, room;
+    arena names;
 } records;
 
 static int records_add(records *r, const record *item, const char *name) {
-    size_t len = strlen(name) + 1;
     if (r->count == r->cap) {
         size_t cap = r->cap ? r->cap * 2 : 64;
         record *grown = realloc(r->items, cap * sizeof(record));
@@ -83,18 +156,10 @@ static int records_add(records *r, const record *item, const char *name) {
         r->items = grown;
         r->cap = cap;
     }
-    if (r->used + len > r->room) {
-        size_t room = r->room ? r->room * 2 : 4096;
-        while (room < r->used + len) room *= 2;
-        char *grown = realloc(r->names, room);
-        if (grown == NULL) return -1;
-        r->names = grown;
-        r->room = room;
-    }
-    memcpy(r->names + r->used, name, len);
+    ssize_t at = arena_put(&r->names, name, strlen(name));
+    if (at < 0) return -1;
     r->items[r->count] = *item;
-    r->items[r->count].name = r->used;
-    r->used += len;
+    r->items[r->count].name = (size_t)at;
     r->count++;
     return 0;
 }
@@ -144,38 +209,18 @@ typedef struct {
 
 /* Runs without the GIL: only system calls and C memory. */
 static void count(int fd, unsigned long long root_dev, int one_fs, totals *t, records *r) {
-    int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0); /* as os.listdir's dup: not inherited */
-    if (copy < 0) {
-        t->list_errno = errno;
-        return;
-    }
-    DIR *dir = fdopendir(copy);
-    if (dir == NULL) {
-        t->list_errno = errno;
-        close(copy);
-        return;
-    }
-    rewinddir(dir); /* the descriptor's offset is shared with the caller's: start at 0 */
-    for (;;) {
-        errno = 0;
-        struct dirent *entry = readdir(dir);
-        if (entry == NULL) {
-            if (errno != 0) t->list_errno = errno;
-            break;
-        }
-        const char *name = entry->d_name;
-        if (name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0))) continue;
+    DIR *dir = open_listing(fd, &t->list_errno);
+    if (dir == NULL) return;
+    const char *name;
+    while ((name = next_name(dir, &t->list_errno)) != NULL) {
         struct stat st;
-        int rc;
-        do {
-            rc = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW);
-        } while (rc != 0 && errno == EINTR);
+        int failed = stat_at(fd, name, &st);
         record item;
         memset(&item, 0, sizeof item);
-        if (rc != 0) {
-            if (errno == ENOENT || errno == ENOTDIR || errno == ELOOP) continue;
+        if (failed) {
+            if (failed == ENOENT || failed == ENOTDIR || failed == ELOOP) continue;
             item.kind = REC_ERROR;
-            item.err = errno;
+            item.err = failed;
             if (records_add(r, &item, name) != 0) goto out_of_memory;
             continue;
         }
@@ -203,13 +248,11 @@ static void count(int fd, unsigned long long root_dev, int one_fs, totals *t, re
         double mtime = time_of(&st.st_mtim);
         if (mtime > t->newest) t->newest = mtime;
     }
-    rewinddir(dir); /* leave the shared offset where os.listdir(fd) leaves it */
-    closedir(dir);
+    close_listing(dir);
     return;
 out_of_memory:
     t->oom = 1;
-    rewinddir(dir);
-    closedir(dir);
+    close_listing(dir);
 }
 
 static PyObject *build(const totals *t, const records *r) {
@@ -223,7 +266,7 @@ static PyObject *build(const totals *t, const records *r) {
             entry = Py_BuildValue("(KKLLd)", item->dev, item->ino, item->blocks, item->size,
                                   item->mtime);
         } else {
-            PyObject *name = PyUnicode_DecodeFSDefault(r->names + item->name);
+            PyObject *name = PyUnicode_DecodeFSDefault(r->names.bytes + item->name);
             if (name == NULL) goto fail;
             if (item->kind == REC_DIR)
                 entry = Py_BuildValue("(NKK)", name, item->dev, item->ino);
@@ -256,7 +299,7 @@ static PyObject *count_folder(PyObject *self, PyObject *args) {
     (void)self;
     if (!PyArg_ParseTuple(args, "iKp:count_folder", &fd, &root_dev, &one_fs)) return NULL;
     totals t = {{0, 0}, {0, 0}, 0, 0, -HUGE_VAL, 0, 0};
-    records r = {NULL, 0, 0, NULL, 0, 0};
+    records r = {NULL, 0, 0, {NULL, 0, 0}};
     Py_BEGIN_ALLOW_THREADS
     count(fd, root_dev, one_fs, &t, &r);
     Py_END_ALLOW_THREADS
@@ -269,7 +312,7 @@ static PyObject *count_folder(PyObject *self, PyObject *args) {
     } else
         result = build(&t, &r);
     free(r.items);
-    free(r.names);
+    free(r.names.bytes);
     return result;
 }
 
@@ -288,53 +331,18 @@ typedef struct {
 typedef struct {
     listed *items;
     size_t count, cap;
-    char *arena;
-    size_t used, room;
+    arena text; /* names and link targets */
     int list_errno;
     int oom;
 } listing;
 
-/* A copy of `len` bytes plus a NUL in the arena; its offset, or -1 when memory ran out. */
-static ssize_t arena_put(listing *l, const char *text, size_t len) {
-    if (l->used + len + 1 > l->room) {
-        size_t room = l->room ? l->room * 2 : 16384;
-        while (room < l->used + len + 1) room *= 2;
-        char *grown = realloc(l->arena, room);
-        if (grown == NULL) return -1;
-        l->arena = grown;
-        l->room = room;
-    }
-    ssize_t at = (ssize_t)l->used;
-    memcpy(l->arena + l->used, text, len);
-    l->arena[l->used + len] = 0;
-    l->used += len + 1;
-    return at;
-}
-
 /* Runs without the GIL: only system calls and C memory. */
 static void list(int fd, listing *l) {
-    int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (copy < 0) {
-        l->list_errno = errno;
-        return;
-    }
-    DIR *dir = fdopendir(copy);
-    if (dir == NULL) {
-        l->list_errno = errno;
-        close(copy);
-        return;
-    }
-    rewinddir(dir);
+    DIR *dir = open_listing(fd, &l->list_errno);
+    if (dir == NULL) return;
     char target[PATH_MAX + 1]; /* os.readlink's buffer: at most PATH_MAX bytes are read */
-    for (;;) {
-        errno = 0;
-        struct dirent *entry = readdir(dir);
-        if (entry == NULL) {
-            if (errno != 0) l->list_errno = errno;
-            break;
-        }
-        const char *name = entry->d_name;
-        if (name[0] == '.' && (name[1] == 0 || (name[1] == '.' && name[2] == 0))) continue;
+    const char *name;
+    while ((name = next_name(dir, &l->list_errno)) != NULL) {
         if (l->count == l->cap) {
             size_t cap = l->cap ? l->cap * 2 : 64;
             listed *grown = realloc(l->items, cap * sizeof(listed));
@@ -345,19 +353,13 @@ static void list(int fd, listing *l) {
         listed *item = &l->items[l->count];
         memset(item, 0, sizeof *item);
         item->target = -1;
-        ssize_t at = arena_put(l, name, strlen(name));
+        ssize_t at = arena_put(&l->text, name, strlen(name));
         if (at < 0) goto out_of_memory;
         item->name = (size_t)at;
         struct stat st;
-        int rc;
-        do {
-            rc = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW);
-        } while (rc != 0 && errno == EINTR);
         l->count++;
-        if (rc != 0) {
-            item->err = errno ? errno : EIO;
-            continue;
-        }
+        item->err = stat_at(fd, name, &st);
+        if (item->err) continue;
         item->mode = st.st_mode;
         item->dev = (unsigned long long)st.st_dev;
         item->ino = (unsigned long long)st.st_ino;
@@ -371,18 +373,16 @@ static void list(int fd, listing *l) {
                 length = readlinkat(fd, name, target, PATH_MAX);
             } while (length < 0 && errno == EINTR);
             if (length >= 0) {
-                item->target = arena_put(l, target, (size_t)length);
+                item->target = arena_put(&l->text, target, (size_t)length);
                 if (item->target < 0) goto out_of_memory;
             }
         }
     }
-    rewinddir(dir);
-    closedir(dir);
+    close_listing(dir);
     return;
 out_of_memory:
     l->oom = 1;
-    rewinddir(dir);
-    closedir(dir);
+    close_listing(dir);
 }
 
 /* rel = prefix + name, as str: the name decoded as os.listdir decodes it */
@@ -414,7 +414,7 @@ static PyObject *make_one(const listing *l, const listed *item, PyObject *name, 
     if (size == NULL || atime == NULL || mtime == NULL || inode == NULL || nlink == NULL)
         goto done;
     if (item->target >= 0) {
-        target = PyUnicode_DecodeFSDefault(l->arena + item->target);
+        target = PyUnicode_DecodeFSDefault(l->text.bytes + item->target);
         if (target == NULL) goto done;
     } else {
         target = Py_NewRef(Py_None);
@@ -444,7 +444,7 @@ static PyObject *build_listing(const listing *l, PyObject *prefix, PyObject *mak
     if (entries == NULL || subdirs == NULL || errors == NULL) goto fail;
     for (size_t i = 0; i < l->count; i++) {
         const listed *item = &l->items[i];
-        PyObject *name = PyUnicode_DecodeFSDefault(l->arena + item->name), *made;
+        PyObject *name = PyUnicode_DecodeFSDefault(l->text.bytes + item->name), *made;
         if (name == NULL) goto fail;
         if (item->err) {
             made = Py_BuildValue("(Ni)", name, item->err);
@@ -494,7 +494,7 @@ static PyObject *list_folder(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_TypeError, "list_folder: make_entry must be callable");
         return NULL;
     }
-    listing l = {NULL, 0, 0, NULL, 0, 0, 0, 0};
+    listing l = {NULL, 0, 0, {NULL, 0, 0}, 0, 0};
     Py_BEGIN_ALLOW_THREADS
     list(fd, &l);
     Py_END_ALLOW_THREADS
@@ -507,7 +507,7 @@ static PyObject *list_folder(PyObject *self, PyObject *args) {
     } else
         result = build_listing(&l, prefix, make, unit, unit_obj);
     free(l.items);
-    free(l.arena);
+    free(l.text.bytes);
     return result;
 }
 
