@@ -294,3 +294,18 @@ def kill_the_first_worker(monkeypatch: pytest.MonkeyPatch, marker: Path) -> None
         os._exit(3)
 
     monkeypatch.setattr(TreeWalk, "_worker", flaky)
+
+
+def choose_loop(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+                compiled_loop: str) -> str:
+    """For a fixture parametrised over ["compiled", "python"]: the per-folder loop a test's
+    in-process walks use. `compiled_loop` names the seam's method (`folder_counter`,
+    `folder_lister`); "python" makes it None, "compiled" skips where it is not built."""
+    from cachedoctor.fs import seam
+
+    if request.param == "python":
+        monkeypatch.setattr(type(seam.current()), compiled_loop, lambda self: None)
+    elif getattr(seam.current(), compiled_loop)() is None:
+        pytest.skip("the compiled loop is not built here "
+                    "(tests/test_walker_native.py::test_compiled_loop_is_built says why)")
+    return str(request.param)

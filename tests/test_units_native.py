@@ -7,8 +7,6 @@ and the raw function's own contract."""
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,11 @@ from cachedoctor.safedelete import Rules
 from tests.conftest import IS_LINUX, IS_ROOT
 from tests.layouts import commit_of, make_repo
 from tests.test_walker import as_nobody
-from tests.test_walker_native import every_kind  # noqa: F401 - the shared fixture
+from tests.test_walker_native import (  # noqa: F401 - every_kind: the shared fixture
+    every_kind,
+    unreadable_errors,
+    unreadable_tree,
+)
 
 LISTER = seam.native().folder_lister() if IS_LINUX else None
 pytestmark = pytest.mark.skipif(LISTER is None, reason="the compiled loop is not built here "
@@ -140,15 +142,7 @@ def test_a_long_link_target_is_read_whole(tmp_path: Path, monkeypatch: pytest.Mo
 
 @pytest.mark.skipif(not IS_ROOT, reason="drops to the nobody user, which needs root")
 def test_unreadable_entries_are_reported_alike(monkeypatch: pytest.MonkeyPatch) -> None:
-    base = Path(tempfile.mkdtemp(prefix="native-list-perm-"))  # /tmp/pytest-of-root is 0700
-    try:
-        base.chmod(0o755)
-        for name in ("open", "locked", "listable"):
-            (base / name / "inner").mkdir(parents=True)
-            (base / name / "inner" / "f").write_bytes(b"p" * 5000)
-        (base / "listable" / "g").symlink_to("somewhere")
-        (base / "locked").chmod(0o000)  # cannot be listed: the folder's own failure
-        (base / "listable").chmod(0o444)  # listed, but no entry can be stat'ed: EACCES each
+    with unreadable_tree("native-list-perm-", lambda g: g.symlink_to("somewhere")) as base:
 
         def listings() -> list[Any]:
             list_tree(str(base), workers=1)  # atimes moved by a first listing (relatime)
@@ -157,13 +151,7 @@ def test_unreadable_entries_are_reported_alike(monkeypatch: pytest.MonkeyPatch) 
 
         compiled, python, errors = as_nobody(listings)
         assert compiled == python
-        assert f"{base}/locked: Permission denied" in errors
-        assert sorted(e for e in errors if "listable" in e) == [
-            f"{base}/listable/g: Permission denied", f"{base}/listable/inner: Permission denied"]
-    finally:
-        for name in ("locked", "listable"):
-            (base / name).chmod(0o755)
-        shutil.rmtree(base)
+        assert sorted(errors) == unreadable_errors(base)
 
 
 def test_a_folder_that_cannot_be_entered_leaves_the_listing_alike(

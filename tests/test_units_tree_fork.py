@@ -11,10 +11,9 @@ import pytest
 
 from cachedoctor.cacheunits import list_tree
 from cachedoctor.cacheunits.tree import Tree
-from cachedoctor.fs import seam
 from cachedoctor.fs.walk import TreeWalk
 from cachedoctor.safedelete import Rules
-from tests.conftest import kill_the_first_worker, needs_linux
+from tests.conftest import choose_loop, kill_the_first_worker, needs_linux
 
 pytestmark = needs_linux
 
@@ -22,11 +21,7 @@ pytestmark = needs_linux
 @pytest.fixture(autouse=True, params=["compiled", "python"])
 def loop(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """The per-folder loop of the listings (tests/test_units_native.py holds them equal)."""
-    if request.param == "python":
-        monkeypatch.setattr(type(seam.current()), "folder_lister", lambda self: None)
-    elif seam.current().folder_lister() is None:
-        pytest.skip("the compiled loop is not built here")
-    return str(request.param)
+    return choose_loop(request, monkeypatch, "folder_lister")
 
 
 @pytest.fixture

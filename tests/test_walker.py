@@ -24,11 +24,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cachedoctor import walker
-from cachedoctor.fs import kinds, seam
+from cachedoctor.fs import kinds
 from cachedoctor.fs import walk as engine
 from cachedoctor.fs.walk import TreeWalk
 from cachedoctor.walker import WalkResult, measure
-from tests.conftest import IS_LINUX, IS_ROOT, kill_the_first_worker, needs_du, result_of, run_cli
+from tests.conftest import (
+    IS_LINUX,
+    IS_ROOT,
+    choose_loop,
+    kill_the_first_worker,
+    needs_du,
+    result_of,
+    run_cli,
+)
 
 # Walk every tree single-process and with forced parallelism (2 workers even on tiny trees).
 MODES = [1, 2]
@@ -37,11 +45,7 @@ MODES = [1, 2]
 @pytest.fixture(autouse=True, params=["compiled", "python"])
 def loop(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """The per-folder loop a test's in-process walks use (the CLI's run the compiled one)."""
-    if request.param == "python":
-        monkeypatch.setattr(type(seam.current()), "folder_counter", lambda self: None)
-    elif seam.current().folder_counter() is None:
-        pytest.skip("the compiled loop is not built here (test_compiled_loop_is_built says why)")
-    return str(request.param)
+    return choose_loop(request, monkeypatch, "folder_counter")
 
 
 def du(path: Path | str, *flags: str) -> tuple[int, int, int]:

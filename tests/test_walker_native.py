@@ -6,13 +6,14 @@ whole walker through both loops as well."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shlex
 import shutil
 import socket
 import sysconfig
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -93,18 +94,38 @@ def test_compiled_and_python_loops_agree_with_du(every_kind: Path, workers: int,
     assert compiled.errors == [] and compiled.newest_mtime is not None
 
 
-@needs_counter
-@pytest.mark.skipif(not IS_ROOT, reason="drops to the nobody user, which needs root")
-def test_unreadable_entries_are_reported_alike(monkeypatch: pytest.MonkeyPatch) -> None:
-    base = Path(tempfile.mkdtemp(prefix="native-perm-"))  # /tmp/pytest-of-root is 0700
+@contextlib.contextmanager
+def unreadable_tree(prefix: str, make_g: Callable[[Path], None]) -> Iterator[Path]:
+    """A folder the nobody user can enter, holding `open` (readable), `locked` (cannot be
+    listed: the folder's own failure) and `listable` (listed, but no entry can be stat'ed:
+    EACCES for its `inner` and for `g`, which `make_g` makes); removed afterwards. Outside
+    /tmp/pytest-of-root, which is 0700."""
+    base = Path(tempfile.mkdtemp(prefix=prefix))
     try:
         base.chmod(0o755)
         for name in ("open", "locked", "listable"):
             (base / name / "inner").mkdir(parents=True)
             (base / name / "inner" / "f").write_bytes(b"p" * 5000)
-        (base / "listable" / "g").write_bytes(b"q" * 100)
-        (base / "locked").chmod(0o000)  # cannot be listed: the folder's own failure
-        (base / "listable").chmod(0o444)  # listed, but no entry can be stat'ed: EACCES each
+        make_g(base / "listable" / "g")
+        (base / "locked").chmod(0o000)
+        (base / "listable").chmod(0o444)
+        yield base
+    finally:
+        for name in ("locked", "listable"):
+            (base / name).chmod(0o755)
+        shutil.rmtree(base)
+
+
+def unreadable_errors(base: Path) -> list[str]:
+    """The failures a walk of `unreadable_tree(...)` as nobody reports, by path."""
+    return [f"{base}/listable/g: Permission denied", f"{base}/listable/inner: Permission denied",
+            f"{base}/locked: Permission denied"]
+
+
+@needs_counter
+@pytest.mark.skipif(not IS_ROOT, reason="drops to the nobody user, which needs root")
+def test_unreadable_entries_are_reported_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+    with unreadable_tree("native-perm-", lambda g: g.write_bytes(b"q" * 100)) as base:
 
         def both() -> list[Any]:
             compiled, python = measure_both(base, monkeypatch, workers=1)
@@ -112,14 +133,7 @@ def test_unreadable_entries_are_reported_alike(monkeypatch: pytest.MonkeyPatch) 
 
         compiled, python = as_nobody(both)
         assert compiled == python
-        errors = compiled[2]
-        assert f"{base}/locked: Permission denied" in errors
-        assert sorted(e for e in errors if "listable" in e) == [
-            f"{base}/listable/g: Permission denied", f"{base}/listable/inner: Permission denied"]
-    finally:
-        for name in ("locked", "listable"):
-            (base / name).chmod(0o755)
-        shutil.rmtree(base)
+        assert sorted(compiled[2]) == unreadable_errors(base)
 
 
 @needs_counter
