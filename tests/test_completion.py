@@ -136,6 +136,7 @@ def test_completing_imports_nothing_that_draws_nor_the_model_nor_other_commands(
     for modules in (cold, warm, option):
         assert not any(name == "rich" or name.startswith("rich.") for name in modules)
     assert "msgspec" in cold and "msgspec" not in warm and "yaml" not in warm
+    assert not {"pickle", "_pickle"} & warm  # the index's names part is marshal's
     assert "typer" not in warm and not any(m.startswith("cachedoctor.cli.") and m not in (
         "cachedoctor.cli.completion", "cachedoctor.cli.quickcomplete", "cachedoctor.cli.spec")
         for m in warm)

@@ -76,6 +76,36 @@ def test_an_index_others_can_write_is_not_read(tmp_path: Path) -> None:
     assert profile_index._read(target, profile_index._stamp()) == {}
 
 
+def test_each_part_is_read_without_the_other(tmp_path: Path) -> None:
+    """A Tab reads the names alone and a command the outcomes alone: damage to the other part
+    goes unseen by each, and a length past the file (or absurd) gives nothing, never a crash."""
+    extra = tmp_path / "extra"
+    aged(write(extra, "demo.yaml", GOOD))
+    load_profiles([extra])
+    target = profile_index.index_path()
+    data = target.read_bytes()
+    length = int.from_bytes(data[:8], "little")
+    names_end = 8 + length
+
+    def names() -> dict[str, Any]:
+        return {file: entry[1].id for file, entry in profile_index.read_names().items()
+                if entry[1] is not None}
+
+    def outcomes() -> dict[str, Any]:
+        return profile_index._read(target, profile_index._stamp())
+
+    expected_names, expected_outcomes = names(), outcomes()
+    assert expected_names[str(extra / "demo.yaml")] == "demo"
+    assert expected_outcomes[str(extra / "demo.yaml")][1].id == "demo"
+    target.write_bytes(data[:names_end] + b"\x80\x05garbage")  # outcomes damaged
+    assert names() == expected_names and outcomes() == {}
+    target.write_bytes(data[:8] + b"\xff" * length + data[names_end:])  # names damaged
+    assert names() == {} and outcomes() == expected_outcomes
+    for header in ((len(data) * 2).to_bytes(8, "little"), b"\xff" * 8):
+        target.write_bytes(header + data[8:])
+        assert names() == {} and outcomes() == {}
+
+
 def test_a_warm_start_imports_no_yaml(tmp_path: Path) -> None:
     code = ("import sys\nfrom cachedoctor.profiles.loader import load_profiles\n"
             "assert len(load_profiles().profiles) > 20\nprint('yaml' in sys.modules)\n")

@@ -8,29 +8,33 @@ file; a damaged or foreign index is ignored and rewritten, silently. A file modi
 seconds is not recorded (a second edit of the same size within the timestamp granularity would
 otherwise go unseen, as in git's "racy" index entries).
 
-The file holds two pickles: first the names of each valid profile (id, aliases, location ids:
-plain data), then the outcomes. Shell completion reads only the first (`read_names`), so a Tab
-neither imports msgspec nor the profile model.
+The file holds two parts, each read without reading the other: the length of the first, then
+the names of each valid profile (id, aliases, location ids: plain data, in `marshal`, which is
+built into the interpreter), then the outcomes (a pickle of the model's structs). Shell
+completion reads only the names (`read_names`), so a Tab imports neither msgspec, the profile
+model nor pickle; a command reads only the outcomes, skipping the names unread.
 """
 
 from __future__ import annotations
 
 import functools
+import marshal
 import os
-import pickle
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Union
+from typing import IO, TYPE_CHECKING, Any, Union
 
 if TYPE_CHECKING:
     from cachedoctor.profiles.loader import ProfileError, ToolNames
     from cachedoctor.profiles.model import Profile
 
 Outcome = Union["Profile", list["ProfileError"]]
-_FORMAT = 2
+_FORMAT = 3
+_LENGTH_BYTES = 8  # the names part's length, little-endian, starts the file
+_NAMES_LIMIT = 1 << 24  # a names part larger than this is damage, not profiles
 _RACY_NS = 3_000_000_000  # mtimes this close to now are not trusted yet
 _FileKey = tuple[int, int, int, int]
 
@@ -62,17 +66,31 @@ def code_stamp() -> tuple[Any, ...]:
 
     # Every module of the package: validation reaches into many (the method, format, unit and
     # condition registries), and an outcome is a pickle of its classes. A change to any of them
-    # in a checkout re-validates; ~150 stats cost well under a millisecond.
-    package = Path(__file__).resolve().parents[1]
+    # in a checkout re-validates. One listing per folder, `__pycache__` not entered, and the
+    # stat each listing entry makes (os.walk and a stat by path took twice as long).
     code: list[tuple[str | int, ...]] = []
-    for folder, _dirs, files in sorted(os.walk(package)):
-        for name in sorted(files):
-            if name.endswith(".py"):
-                try:
-                    code.append((name, *file_key(os.stat(os.path.join(folder, name)))))
-                except OSError:
-                    code.append((name,))
+    _stat_modules(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "", code)
     return (_FORMAT, __version__, sys.version, tuple(code))
+
+
+def _stat_modules(folder: str, prefix: str, code: list[tuple[str | int, ...]]) -> None:
+    """Append (relative name, size, mtime, ctime, inode) of every `.py` below `folder`, in name
+    order; a file that cannot be stat'ed is there by name alone, a folder that cannot be listed
+    is left out."""
+    try:
+        with os.scandir(folder) as listing:
+            entries = sorted(listing, key=lambda entry: entry.name)
+    except OSError:
+        return
+    for entry in entries:
+        name = prefix + entry.name
+        if entry.name.endswith(".py"):
+            try:
+                code.append((name, *file_key(entry.stat())))
+            except OSError:
+                code.append((name,))
+        elif entry.name != "__pycache__" and entry.is_dir(follow_symlinks=False):
+            _stat_modules(entry.path, name + "/", code)
 
 
 class ProfileIndex:
@@ -125,22 +143,50 @@ class ProfileIndex:
             _write(self.path, (self.stamp[:-1], names), (self.stamp, self.entries))
 
 
-def _names(outcome: Outcome) -> ToolNames | None:
+def _names(outcome: Outcome) -> tuple[str, tuple[str, ...], tuple[str, ...]] | None:
+    """A valid profile's `ToolNames` as the plain tuple marshal keeps; None for errors."""
     from cachedoctor.profiles.loader import names_of
 
-    return None if isinstance(outcome, list) else names_of(outcome)
+    return None if isinstance(outcome, list) else tuple(names_of(outcome))  # type: ignore[return-value]
 
 
 def read_names() -> dict[str, tuple[_FileKey, ToolNames | None]]:
     """The names part of the index: {file: (its key, its profile's names, or None when it is
     not valid)}; empty when there is no usable index."""
-    return _read(index_path(), code_stamp(), part=0)
+    from cachedoctor.profiles.loader import ToolNames
+
+    def load(file: IO[bytes], length: int) -> Any:
+        data = file.read(length)
+        if len(data) != length:
+            raise EOFError("the index ends inside its names")
+        saved = marshal.loads(data)
+        if not isinstance(saved, tuple) or len(saved) != 2 or not isinstance(saved[1], dict):
+            return saved
+        stamp, entries = saved
+        return stamp, {name: (tuple(key), None if names is None else ToolNames(*names))
+                       for name, (key, names) in entries.items()}
+
+    return _read(index_path(), code_stamp(), load)
 
 
-def _read(path: Path, stamp: tuple[Any, ...], part: int = 1) -> dict[str, Any]:
-    """The entries of one part of the index at `path` (0: names, 1: outcomes), or none when it
-    is missing, damaged, written by other code, or could have been written by another user (it
-    is a pickle: only a file this user owns and only this user can write is read, `open_own`)."""
+def _unpickle(file: IO[bytes], length: int) -> Any:
+    """The outcomes part, past the names. By the C unpickler alone where the interpreter has it:
+    `pickle` (its Python twin, and the tables it builds) is 1.6 ms more of every start."""
+    file.seek(_LENGTH_BYTES + length)
+    try:
+        from _pickle import load
+    except ImportError:  # an interpreter without CPython's accelerator
+        from pickle import load
+    return load(file)
+
+
+def _read(path: Path, stamp: tuple[Any, ...],
+          load: Callable[[IO[bytes], int], Any] = _unpickle) -> dict[str, Any]:
+    """The entries of one part of the index at `path` (`load` reads it from the file, given the
+    names part's length: `_unpickle` the outcomes, `read_names` the names), or none when it is
+    missing, damaged, written by other code, or could have been written by another user (it
+    holds a pickle: only a file this user owns and only this user can write is read,
+    `open_own`)."""
     from cachedoctor.fsutil import open_own
 
     try:
@@ -148,9 +194,10 @@ def _read(path: Path, stamp: tuple[Any, ...], part: int = 1) -> dict[str, Any]:
         if opened is None:
             return {}
         with opened as file:
-            for _ in range(part):
-                pickle.load(file)
-            saved_stamp, entries = pickle.load(file)
+            length = int.from_bytes(file.read(_LENGTH_BYTES), "little")
+            if length > _NAMES_LIMIT:
+                return {}
+            saved_stamp, entries = load(file, length)
             if saved_stamp != stamp or not isinstance(entries, dict):
                 return {}
             from cachedoctor.state import mark_used
@@ -161,8 +208,15 @@ def _read(path: Path, stamp: tuple[Any, ...], part: int = 1) -> dict[str, Any]:
     return entries
 
 
-def _write(path: Path, *documents: Any) -> None:
+def _write(path: Path, names: Any, outcomes: Any) -> None:
     """Replace the index atomically; a cache folder that cannot be written only costs speed."""
+    import pickle  # only when the index is rewritten
+
+    try:
+        data = marshal.dumps(names)
+        document = pickle.dumps(outcomes, protocol=pickle.HIGHEST_PROTOCOL)
+    except (ValueError, pickle.PicklingError):
+        return
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         import tempfile  # only when the index is rewritten: 3 ms of every start otherwise
@@ -170,13 +224,14 @@ def _write(path: Path, *documents: Any) -> None:
         fd, temp = tempfile.mkstemp(prefix=".profile-index.", dir=path.parent)
         try:
             with os.fdopen(fd, "wb") as file:
-                for document in documents:
-                    pickle.dump(document, file, protocol=pickle.HIGHEST_PROTOCOL)
+                file.write(len(data).to_bytes(_LENGTH_BYTES, "little"))
+                file.write(data)
+                file.write(document)
             os.replace(temp, path)
         except BaseException:
             os.unlink(temp)
             raise
-    except (OSError, pickle.PicklingError):
+    except OSError:
         return
     from cachedoctor.state import prune_other_installs
 
