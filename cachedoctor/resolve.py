@@ -106,14 +106,14 @@ def _expand_variables(text: str, host: Host, trace: Trace | None = None) -> str:
 
 
 def _closing_brace(text: str, open_at: int) -> int:
-    depth = 0
-    for j in range(open_at, len(text)):
-        if text[j] == "{":
-            depth += 1
-        elif text[j] == "}":
-            depth -= 1
-            if depth == 0:
-                return j
+    """The index of the `}` that closes the `{` at `open_at`, found `}` by `}` (a scan char by
+    char was a third of a default scan's template work)."""
+    depth, start = 0, open_at
+    while (close := text.find("}", start)) >= 0:
+        depth += text.count("{", start, close) - 1
+        if depth == 0:
+            return close
+        start = close + 1
     raise UserInputError(f"unbalanced braces in path template {text!r}")
 
 

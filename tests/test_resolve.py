@@ -2,11 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cachedoctor.errors import UserInputError
 from cachedoctor.host import Host
-from cachedoctor.resolve import UnresolvedVariable, expand, has_glob, to_host_path, try_expand
+from cachedoctor.resolve import (
+    UnresolvedVariable,
+    _closing_brace,
+    expand,
+    has_glob,
+    to_host_path,
+    try_expand,
+)
 
 LINUX = Host("linux", {"USER": "ann"}, "/home/ann")
 WSL = Host("wsl", {"USER": "ann"}, "/home/ann")
@@ -101,3 +112,25 @@ def test_literal_percent_and_bad_templates() -> None:
     assert expand("/tmp/100%/x", LINUX) == "/tmp/100%/x"
     with pytest.raises(UserInputError):
         expand("${HOME", LINUX)
+
+
+def _closing_by_definition(text: str, open_at: int) -> int | None:
+    depth = 0
+    for index in range(open_at, len(text)):
+        depth += {"{": 1, "}": -1}.get(text[index], 0)
+        if depth == 0:
+            return index
+    return None
+
+
+@given(st.text(alphabet="{}$:-~/aZ", max_size=16), st.data())
+def test_the_closing_brace_is_the_one_that_balances_the_opening(text: str, data: Any) -> None:
+    """`_closing_brace` jumps from `}` to `}`; it finds what counting every character finds."""
+    text = "{" + text
+    open_at = data.draw(st.sampled_from([i for i, char in enumerate(text) if char == "{"]))
+    expected = _closing_by_definition(text, open_at)
+    if expected is None:
+        with pytest.raises(UserInputError, match="unbalanced braces"):
+            _closing_brace(text, open_at)
+    else:
+        assert _closing_brace(text, open_at) == expected
