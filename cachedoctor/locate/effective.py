@@ -487,13 +487,14 @@ def _first(value: str, separator: str | None, host: Host) -> str:
 
 def _read_config(setting: ConfigSetting, host: Host, world: World,
                  problems: list[str]) -> tuple[str, Step] | None:
-    from cachedoctor.configedit import ConfigSyntaxError, get_format, get_in_text, key_path
-
     cfg = setting.config
     for path in setting_files(setting, host):
         text = world.files.read_text(path)
         if text is None:
             continue
+        # the parsers only once a file is there: most homes have few of the files looked at
+        from cachedoctor.configedit import ConfigSyntaxError, get_format, get_in_text, key_path
+
         try:
             value = get_in_text(text, cfg.format, cfg.key, section=cfg.section)
         except KeyError:
