@@ -19,6 +19,7 @@ from functools import lru_cache
 import msgspec
 
 from cachedoctor.errors import UserInputError
+from cachedoctor.lazyre import lazy_pattern
 
 NETWORK_FS = frozenset({"nfs", "nfs4", "cifs", "smb", "smbfs", "smb3", "fuse.sshfs", "sshfs",
                         "afpfs", "davfs", "fuse.davfs2", "webdav", "fuse.rclone", "ncpfs",
@@ -212,7 +213,7 @@ def same_filesystem(a: str, b: str) -> bool:
 
 # --- WSL: Windows drives --------------------------------------------------------------------
 
-_DRVFS_PATH = re.compile(r"(?:^|;)path=([A-Za-z]):\\?(?:;|$)")
+_DRVFS_PATH = lazy_pattern(r"(?:^|;)path=([A-Za-z]):\\?(?:;|$)")
 
 
 def drvfs_letter(device: str, options: tuple[str, ...]) -> str | None:
@@ -222,7 +223,7 @@ def drvfs_letter(device: str, options: tuple[str, ...]) -> str | None:
     if found:
         return found.group(1).upper()
     for option in options:
-        match = _DRVFS_PATH.search(option)
+        match = _DRVFS_PATH().search(option)
         if match:
             return match.group(1).upper()
     return None

@@ -26,6 +26,8 @@ from typing import Literal
 
 import msgspec
 
+from cachedoctor.lazyre import lazy_pattern
+
 OsName = Literal["linux", "macos", "windows", "wsl"]
 OS_NAMES: tuple[OsName, ...] = ("linux", "macos", "windows", "wsl")
 
@@ -89,7 +91,7 @@ def is_wsl(env: Mapping[str, str]) -> bool:
     return bool(env.get("WSL_DISTRO_NAME")) or any(os.path.exists(p) for p in WSL_INTEROP)
 
 
-_WINDOWS_APPS = re.compile(r"^(?P<profile>/.+/Users/[^/]+)/AppData/Local/Microsoft/WindowsApps/?$",
+_WINDOWS_APPS = lazy_pattern(r"^(?P<profile>/.+/Users/[^/]+)/AppData/Local/Microsoft/WindowsApps/?$",
                            re.IGNORECASE)
 
 
@@ -102,7 +104,7 @@ def windows_side(env: Mapping[str, str]) -> dict[str, str]:
     profile = posix("USERPROFILE")
     if profile is None:
         for entry in env.get("PATH", "").split(":"):
-            found = _WINDOWS_APPS.match(entry)
+            found = _WINDOWS_APPS().match(entry)
             if found:
                 profile = found.group("profile")
                 break

@@ -8,7 +8,6 @@ commands.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +15,7 @@ import msgspec
 
 from cachedoctor import statefile as sf
 from cachedoctor.errors import UserInputError
+from cachedoctor.lazyre import lazy_pattern
 from cachedoctor.state import config_dir
 
 
@@ -225,14 +225,14 @@ def usage(profiles: dict[str, Profile], host: Host) -> list[QuotaUsage]:
 # --- NTFS volume quotas (Windows) -------------------------------------------------------------
 
 
-_DRIVE_RE = re.compile(r"^[A-Za-z]:$")
+_DRIVE_RE = lazy_pattern(r"^[A-Za-z]:$")
 
 
 def ntfs_commands(drive: str, limit: int, threshold: int, user: str) -> list[list[str]]:
     """The `fsutil` commands for an NTFS quota: enforce quotas on the volume, then set the user's
     warning threshold and hard limit (both in bytes). NTFS quotas are per user per volume."""
     drive = drive.rstrip("\\/")
-    if not _DRIVE_RE.match(drive):
+    if not _DRIVE_RE().match(drive):
         raise UserInputError(f"invalid drive {drive!r}: expected a drive letter such as D:")
     if limit <= 0 or not 0 < threshold <= limit:
         raise UserInputError("the NTFS warning threshold must be above 0 and at most the limit")
@@ -281,7 +281,7 @@ def ntfs_drive(path: str) -> str:
     import ntpath
 
     drive = ntpath.splitdrive(path)[0]
-    if not _DRIVE_RE.match(drive):
+    if not _DRIVE_RE().match(drive):
         raise UserInputError(f"{path} is not on a lettered drive; pass --drive D:")
     return drive.upper()
 

@@ -19,9 +19,10 @@ import re
 
 from cachedoctor.errors import UserInputError
 from cachedoctor.host import Host, OsName
+from cachedoctor.lazyre import lazy_pattern
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_WIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_()]*")
+_WIN_NAME = lazy_pattern(r"[A-Za-z_][A-Za-z0-9_()]*")
 _SPECIAL = re.compile(r"[$%]")
 _GLOB_CHARS = re.compile(r"[*?\[]")
 
@@ -94,7 +95,7 @@ def _expand_variables(text: str, host: Host, trace: Trace | None = None) -> str:
         elif char == "$" and (bare := _NAME.match(text, i + 1)):
             out.append(_required(bare.group(), host))
             i = bare.end()
-        elif char == "%" and (win := _WIN_NAME.match(text, i + 1)) and text.startswith("%", win.end()):
+        elif char == "%" and (win := _WIN_NAME().match(text, i + 1)) and text.startswith("%", win.end()):
             out.append(_required(win.group(), host))
             i = win.end() + 1
         else:  # plain text up to the next `$` or `%`, in one step
@@ -204,8 +205,8 @@ def expand_globs(path: str) -> list[str]:
     return sorted(glob.glob(path))
 
 
-_WIN_DRIVE = re.compile(r"^(?P<drive>[A-Za-z]):(?:[\\/](?P<rest>.*))?$")
-_SHELL_ATE_BACKSLASHES = re.compile(r"^(?P<drive>[A-Za-z]):(?P<rest>[^\\/].*)$")
+_WIN_DRIVE = lazy_pattern(r"^(?P<drive>[A-Za-z]):(?:[\\/](?P<rest>.*))?$")
+_SHELL_ATE_BACKSLASHES = lazy_pattern(r"^(?P<drive>[A-Za-z]):(?P<rest>[^\\/].*)$")
 
 
 def to_host_path(text: str, host: Host) -> str:
@@ -218,7 +219,7 @@ def to_host_path(text: str, host: Host) -> str:
     Windows drive path is a mistake and gets a clear error.
     """
     text = _expand_tilde(text.strip(), host)
-    match = _WIN_DRIVE.match(text)
+    match = _WIN_DRIVE().match(text)
     if match and not host.is_windows:
         if host.os != "wsl":
             raise UserInputError(
@@ -227,7 +228,7 @@ def to_host_path(text: str, host: Host) -> str:
         from cachedoctor.drives import windows_path
 
         return windows_path(match.group("drive"), match.group("rest") or "")
-    eaten = _SHELL_ATE_BACKSLASHES.match(text)
+    eaten = _SHELL_ATE_BACKSLASHES().match(text)
     if eaten and host.os == "wsl":
         drive, rest = eaten.group("drive").upper(), eaten.group("rest")
         raise UserInputError(

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import re
-
 from cachedoctor.errors import UserInputError
+from cachedoctor.lazyre import lazy_pattern
 
 _DECIMAL = {
     "": 1,
@@ -21,7 +20,7 @@ _DECIMAL = {
     "PB": 1000**5,
 }
 _BINARY = {"KIB": 1024, "MIB": 1024**2, "GIB": 1024**3, "TIB": 1024**4, "PIB": 1024**5}
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
+_SIZE_RE = lazy_pattern(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
 
 _AGE_UNITS = {
     "s": 1,
@@ -34,7 +33,7 @@ _AGE_UNITS = {
     "ms": 0.001,
     "us": 0.000001,
 }
-_AGE_RE = re.compile(r"(\d+(?:\.\d+)?)\s*([a-z]+)")
+_AGE_RE = lazy_pattern(r"(\d+(?:\.\d+)?)\s*([a-z]+)")
 
 
 def parse_size(text: str) -> int:
@@ -54,7 +53,7 @@ _TOO_LARGE = float(2**63)  # bytes or seconds no filesystem or clock counts to
 
 def _size_parts(text: str) -> tuple[str, str, int]:
     """The number, the unit (upper case) and its factor in a size; bad input is an error."""
-    match = _SIZE_RE.match(str(text))
+    match = _SIZE_RE().match(str(text))
     if not match:
         raise UserInputError(
             f"invalid size {text!r}: expected a number with an optional unit "
@@ -127,7 +126,7 @@ def parse_age(text: str) -> float:
 def _span_seconds(compact: str, text: str) -> float:
     total = 0.0
     pos = 0
-    for match in _AGE_RE.finditer(compact):
+    for match in _AGE_RE().finditer(compact):
         if match.start() != pos or match.group(2) not in _AGE_UNITS:
             break
         total += float(match.group(1)) * _AGE_UNITS[match.group(2)]

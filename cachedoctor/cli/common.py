@@ -8,11 +8,11 @@ A hot command (`scan`, `ls`, `doctor`, `profiles list`) runs without importing t
 from __future__ import annotations
 
 import os
-import re
 import sys
 from typing import TYPE_CHECKING, Any
 
 from cachedoctor import collector
+from cachedoctor.lazyre import lazy_pattern
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -99,8 +99,8 @@ def stderr_console() -> Console:
     return _console(stderr=True, highlight=False)
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_LONE_SURROGATE = re.compile("[\ud800-\udc7f\udd00-\udfff]")  # not an undecodable byte
+_CONTROL = lazy_pattern(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+_LONE_SURROGATE = lazy_pattern("[\ud800-\udc7f\udd00-\udfff]")  # not an undecodable byte
 
 
 def printable(text: str) -> str:
@@ -109,9 +109,9 @@ def printable(text: str) -> str:
     surrogate, which a Windows file name may hold (`\\ud800`)."""
     if text.isprintable():
         return text
-    text = _LONE_SURROGATE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+    text = _LONE_SURROGATE().sub(lambda m: f"\\u{ord(m.group()):04x}", text)
     text = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return _CONTROL().sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def warn(message: str) -> None:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Literal
 
 import msgspec
 
+from cachedoctor.lazyre import lazy_pattern
 from cachedoctor.sizes import format_size
 
 if TYPE_CHECKING:
@@ -194,14 +195,14 @@ def _breaks(columns: Sequence[Column], rows: list[list[str] | None]) -> bool:
     line separator (_RICH_BREAKS), a header of more than one line (rich aligns those to the
     bottom)."""
     return any(len(c.header.splitlines()) > 1 or c.header.endswith("\n") for c in columns) or \
-        any(_RICH_BREAKS.search(cell) for row in rows if row is not None for cell in row)
+        any(_RICH_BREAKS().search(cell) for row in rows if row is not None for cell in row)
 
 
 # what makes rich print a pipe differently: a width, forced colour or terminal behaviour; and
 # in a cell a tab (expanded) or a line separator `printable` leaves (rich breaks the line)
 _RICH_STYLING = ("COLUMNS", "FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")
-_RICH_BREAKS = re.compile("[\t\u2028\u2029]")
-_TRAILING_SPACE = re.compile(r"\s+$")
+_RICH_BREAKS = lazy_pattern("[\t\u2028\u2029]")
+_TRAILING_SPACE = lazy_pattern(r"\s+$")
 
 
 def _folds(column: Column, fold_text: bool) -> bool:
@@ -282,7 +283,7 @@ def _lines(columns: Sequence[Column], shown: list[int], rows: list[list[str] | N
                 else:
                     if i in folds and i not in wrapped and len(text) > widths[i]:  # rich's
                         # `Text.rstrip_end`; a wrapped cell's lines are taken as they are
-                        end = _TRAILING_SPACE.search(text)
+                        end = _TRAILING_SPACE().search(text)
                         if end is not None:
                             text = text[:len(text) - min(len(end[0]), len(text) - widths[i])]
                     text += " " * (widths[i] - cell_width(text))

@@ -15,7 +15,6 @@ file, line and column, and the file is left untouched.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -27,6 +26,7 @@ from cachedoctor.configedit.common import ConfigSyntaxError
 from cachedoctor.configedit.formats import NAMES as FORMATS
 from cachedoctor.configedit.formats import Format, get_format, writable_format
 from cachedoctor.errors import OperationFailed, UserInputError
+from cachedoctor.lazyre import lazy_pattern
 
 Key = str | list[str]
 
@@ -205,7 +205,7 @@ def syntax_error(path: Path, exc: ConfigSyntaxError) -> UserInputError:
 
 
 CONTEXT = 3
-_HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
+_HUNK = lazy_pattern(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
 
 
 def unified_diff(before: str | None, after: str, name: str) -> str:
@@ -229,7 +229,7 @@ def unified_diff(before: str | None, after: str, name: str) -> str:
     lines = []
     for line in difflib.unified_diff(old_part, new_part, fromfile=f"{name} (before)" if before is not None
                                      else "/dev/null", tofile=f"{name} (after)", n=CONTEXT):
-        match = _HUNK.match(line)
+        match = _HUNK().match(line)
         if match and skip:
             a, b, c, d = match.groups()
             line = f"@@ -{int(a) + skip}{b or ''} +{int(c) + skip}{d or ''} @@" + line[match.end():]

@@ -34,6 +34,7 @@ from typing import Any
 import msgspec
 
 from cachedoctor.configedit.formats import Format
+from cachedoctor.lazyre import lazy_pattern
 
 # JavaScript's String.prototype.trim (ECMA-262 WhiteSpace and LineTerminator).
 _JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008" \
@@ -41,8 +42,8 @@ _JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
 _SECTION = re.compile(rf"^\[([^\]]*)\][{_JS_SPACE}]*$")
 _COMMENT = re.compile(rf"^[{_JS_SPACE}]*(?:[;#]|$)")
-_ENV_EXPR = re.compile(r"(?<!\\)(\\*)\$\{([^${}?]+)(\?)?\}")  # env-replace.js, verbatim
-_ENV_LIKE = re.compile(r"(\\*)(\$\{[^${}?]+\??\})")
+_ENV_EXPR = lazy_pattern(r"(?<!\\)(\\*)\$\{([^${}?]+)(\?)?\}")  # env-replace.js, verbatim
+_ENV_LIKE = lazy_pattern(r"(\\*)(\$\{[^${}?]+\??\})")
 _ABSENT: Any = object()
 # @npmcli/config definitions with `type: path` (parse-field.js resolves them).
 PATH_KEYS = frozenset({"cache", "cafile", "globalconfig", "init-module", "init.module",
@@ -190,12 +191,12 @@ def env_replace(text: str, env: Mapping[str, str]) -> str:
         found = env.get(name)
         return escapes[len(escapes) // 2:] + (fallback if found is None else found)
 
-    return _ENV_EXPR.sub(one, text)
+    return _ENV_EXPR().sub(one, text)
 
 
 def _env_escape(text: str) -> str:
     """The text env_replace turns back into `text`, whatever the environment."""
-    return _ENV_LIKE.sub(lambda m: "\\" * (2 * len(m.group(1)) + 1) + m.group(2), text)
+    return _ENV_LIKE().sub(lambda m: "\\" * (2 * len(m.group(1)) + 1) + m.group(2), text)
 
 
 def stored(value: Any) -> str:

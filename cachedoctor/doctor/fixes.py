@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 import msgspec
 
 from cachedoctor.host import Host
+from cachedoctor.lazyre import lazy_pattern
 
 DEST_PLACEHOLDER = "<DEST on another drive>"
 # Filesystems a cache can be moved to (not pseudo, not network, not a RAM disk).
@@ -17,7 +18,7 @@ _DRIVE_FS = {"ext4", "ext3", "ext2", "xfs", "btrfs", "zfs", "f2fs", "ntfs", "ntf
              "exfat", "vfat", "9p", "drvfs", "apfs", "hfs", "refs", "fuse.bindfs"}
 _NOT_DRIVES = ("/boot", "/snap", "/proc", "/sys", "/dev", "/run", "/var/lib/docker", "/usr")
 
-_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
+_PLACEHOLDER = lazy_pattern(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 
 
 def fill(template: str, facts: Mapping[str, str | None], *, quote: Callable[[str], str] | None = None) -> str:
@@ -29,7 +30,7 @@ def fill(template: str, facts: Mapping[str, str | None], *, quote: Callable[[str
             return match.group(0)
         return quote(value) if quote and match.group(1) == "path" else value
 
-    return _PLACEHOLDER.sub(sub, template)
+    return _PLACEHOLDER().sub(sub, template)
 
 
 def shell_quote(text: str, host: Host) -> str:

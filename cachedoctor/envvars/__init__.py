@@ -98,7 +98,7 @@ def validate(values: Mapping[str, str | None], host: Host) -> None:
     from cachedoctor.envvars.posix import NAME_RE
 
     for name, value in values.items():
-        if not NAME_RE.match(name):
+        if not NAME_RE().match(name):
             raise UserInputError(
                 f"invalid variable name {name!r}: use letters, digits and _ (not starting with a digit)"
             )

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from cachedoctor.host import Host
+from cachedoctor.lazyre import lazy_pattern
 
 if TYPE_CHECKING:
     from cachedoctor.locate.files import FileView
@@ -32,9 +33,9 @@ SHELL_FILES = (".profile", ".bash_profile", ".bash_login", ".bashrc", ".zshenv",
 _LOGIN_FILES = {"bash": (".bash_profile", ".bash_login", ".profile"), "sh": (".profile",),
                 "dash": (".profile",), "ksh": (".profile",), "zsh": (".zshenv",)}
 _ZSH_FILES = (".zshenv", ".zshrc")
-NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+NAME_RE = lazy_pattern(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ReadFn = Callable[[Path], "str | None"]
-_ENVD_BARE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]*$")
+_ENVD_BARE = lazy_pattern(r"^[A-Za-z0-9_@%+=:,./-]*$")
 
 
 class FilePlan(msgspec.Struct, frozen=True):
@@ -67,7 +68,7 @@ def envd_quote(value: str) -> str:
     systemd expands `$VAR` even inside quotes; `$$` is a literal `$`. Inside double quotes a
     backslash escapes `\\` and `"`.
     """
-    if _ENVD_BARE.match(value):
+    if _ENVD_BARE().match(value):
         return value
     escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "$$")
     return f'"{escaped}"'
@@ -104,7 +105,7 @@ def find_block(text: str) -> tuple[int, int] | None:
     """Character span of the managed block, from the start of the BEGIN line through the END
     line's line break; None when the file has no block. Raises MarkerError when the markers
     are not exactly one BEGIN followed by one END."""
-    marks = [(m.start(), m.group(1)) for m in _MARKER.finditer(text)]
+    marks = [(m.start(), m.group(1)) for m in _MARKER().finditer(text)]
     if not marks:
         return None
     begins = [pos for pos, kind in marks if kind == BEGIN]
@@ -129,7 +130,7 @@ def find_block(text: str) -> tuple[int, int] | None:
     return start, len(text) if stop < 0 else stop + 1
 
 
-_MARKER = re.compile(rf"^({re.escape(BEGIN)}|{re.escape(END)})[ \t]*\r?$", re.MULTILINE)
+_MARKER = lazy_pattern(rf"^({re.escape(BEGIN)}|{re.escape(END)})[ \t]*\r?$", re.MULTILINE)
 
 
 def splice(text: str, values: Mapping[str, str], kind: str) -> str:

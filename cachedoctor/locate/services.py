@@ -30,6 +30,7 @@ from collections.abc import Callable
 
 import msgspec
 
+from cachedoctor.lazyre import lazy_pattern
 from cachedoctor.locate.files import FileView
 
 # systemd.unit(5), "System Unit Search Path", highest priority first.
@@ -49,7 +50,7 @@ UNIT_DIRS = (
     "/run/systemd/generator.late",
 )
 
-_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_NAME = lazy_pattern(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _SIMPLE_ESCAPES = {"a": "\a", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t", "v": "\v",
                    "\\": "\\", '"': '"', "'": "'", "s": " "}
 # systemd.unit(5) "Specifiers" for the system manager. The ones cachedoctor cannot know
@@ -184,7 +185,7 @@ def _read_unit(text: str, path: str, unit: str, plain: dict[str, tuple[str, str]
             for word in _words(value, where, problems):
                 resolved = _specifiers(word, unit, where, problems)
                 name, sep, val = (resolved or "").partition("=")
-                if resolved is not None and sep and _NAME.match(name):
+                if resolved is not None and sep and _NAME().match(name):
                     plain[name] = (val, where)
         elif key == "EnvironmentFile":
             if not value:
@@ -325,7 +326,7 @@ def env_file_assignments(text: str) -> list[tuple[str, str, int]]:
 
     def push() -> None:
         name = "".join(key[:key_end] if key_end is not None else key)
-        if _NAME.match(name):
+        if _NAME().match(name):
             found.append((name, "".join(value), start))
 
     for char in text:

@@ -27,14 +27,15 @@ from collections.abc import Callable, Collection, Mapping
 import msgspec
 
 from cachedoctor.envvars.posix import BEGIN, END
+from cachedoctor.lazyre import lazy_pattern
 from cachedoctor.locate.files import FileView
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
-_NAME_RE = re.compile(rf"^{_NAME}$")
-_ASSIGN_WORD = re.compile(rf"^({_NAME})(\+?)=(.*)$", re.DOTALL)
-_FUNCTION = re.compile(rf"^\s*(?:function\s+[^\s(]+(?:\s*\(\s*\))?|{_NAME}[\w.:-]*\s*\(\s*\))\s*")
-_FISH_UNIVERSAL = re.compile(rf"^SETUVAR\s+(--export\s+)?({_NAME}):(.*)$")
-_SECRET = re.compile(r"TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|API_?KEY|PRIVATE|AUTH", re.I)
+_NAME_RE = lazy_pattern(rf"^{_NAME}$")
+_ASSIGN_WORD = lazy_pattern(rf"^({_NAME})(\+?)=(.*)$", re.DOTALL)
+_FUNCTION = lazy_pattern(rf"^\s*(?:function\s+[^\s(]+(?:\s*\(\s*\))?|{_NAME}[\w.:-]*\s*\(\s*\))\s*")
+_FISH_UNIVERSAL = lazy_pattern(rf"^SETUVAR\s+(--export\s+)?({_NAME}):(.*)$")
+_SECRET = lazy_pattern(r"TOKEN|SECRET|PASSW|PASSPHRASE|CREDENTIAL|API_?KEY|PRIVATE|AUTH", re.I)
 _MAX_DEPTH = 8  # nested `source`s followed
 
 
@@ -124,7 +125,7 @@ class StartUp(msgspec.Struct):
 
 def is_secret(name: str) -> bool:
     """A name that may hold a credential: never kept or shown (it never names a cache)."""
-    return bool(_SECRET.search(name))
+    return bool(_SECRET().search(name))
 
 
 # --------------------------------------------------------------------------- loading
@@ -462,7 +463,7 @@ def _read_sh(state: _State, text: str, path: str) -> None:
         if body is not None:
             body = body.feed(line)
             continue
-        header = _FUNCTION.match(line)
+        header = _FUNCTION().match(line)
         if header:
             body = _Body().feed(line[header.end():])
             continue
@@ -501,11 +502,11 @@ def _read_sh(state: _State, text: str, path: str) -> None:
             elif head == "unset":
                 if "-f" not in words[1:]:
                     for name in words[1:]:
-                        if _NAME_RE.match(name):
+                        if _NAME_RE().match(name):
                             state.add(name, None, *at)
             elif head in ("export", "declare", "typeset", "readonly", "local"):
                 _declaration(state, words, allexport, at)
-            elif all(_ASSIGN_WORD.match(w) for w in words):
+            elif all(_ASSIGN_WORD().match(w) for w in words):
                 for word in words:
                     _assign(state, word, allexport, at)
 
@@ -518,9 +519,9 @@ def _declaration(state: _State, words: list[str], allexport: bool,
         return
     export = head == "export" or "x" in flags
     for word in (w for w in words[1:] if not w.startswith(("-", "+"))):
-        if _ASSIGN_WORD.match(word):
+        if _ASSIGN_WORD().match(word):
             _assign(state, word, allexport or export, at)
-        elif export and _NAME_RE.match(word) and word not in state.exported:
+        elif export and _NAME_RE().match(word) and word not in state.exported:
             if word in state.env:  # a shell variable set before: exported from its own line
                 state.add(word, state.env[word], at[0], state.pending.pop(word, at[1]), at[2])
             else:
@@ -528,7 +529,7 @@ def _declaration(state: _State, words: list[str], allexport: bool,
 
 
 def _assign(state: _State, word: str, export: bool, at: tuple[str, int, bool]) -> None:
-    match = _ASSIGN_WORD.match(word)
+    match = _ASSIGN_WORD().match(word)
     assert match is not None
     name, append, raw = match.groups()
     try:
@@ -645,7 +646,7 @@ def _fish_set(state: _State, args: list[str], at: tuple[str, int, bool]) -> None
         if option == "--":
             break
         flags |= {long[option]} if option in long else set(option[1:] if option[1:2] != "-" else "")
-    if flags & {"q", "n", "S", "l", "f"} or not rest or not _NAME_RE.match(rest[0]):
+    if flags & {"q", "n", "S", "l", "f"} or not rest or not _NAME_RE().match(rest[0]):
         return
     name, items = rest[0], rest[1:]
     if "e" in flags:
@@ -672,7 +673,7 @@ def _fish_unescape(text: str) -> str:
 
 def _read_fish_universal(state: _State, text: str, path: str) -> None:
     for number, line in enumerate(text.splitlines(), 1):
-        match = _FISH_UNIVERSAL.match(line)
+        match = _FISH_UNIVERSAL().match(line)
         if match and match.group(1):
             state.add(match.group(2), _fish_unescape(match.group(3)), path, number, False)
 
@@ -683,7 +684,7 @@ def _read_envd(state: _State, text: str, path: str) -> None:
     for number, line in enumerate(text.splitlines(), 1):
         if number == begin:
             state.mark_block(path)
-        match = _ASSIGN_WORD.match(line.strip())
+        match = _ASSIGN_WORD().match(line.strip())
         if not match or match.group(2):
             continue
         value = sh_value(match.group(3), state.env, state.session.home)
