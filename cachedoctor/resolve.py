@@ -71,6 +71,8 @@ def deciding_variable(trace: Trace) -> tuple[str, str] | None:
 
 def _expand_variables(text: str, host: Host, trace: Trace | None = None) -> str:
     """A small scanner rather than a regex, because fallbacks nest: ${A:-${B:-~/x}/y}."""
+    if "$" not in text and "%" not in text:  # a third of the templates: nothing to expand
+        return text
     out: list[str] = []
     i = 0
     while i < len(text):
@@ -78,7 +80,7 @@ def _expand_variables(text: str, host: Host, trace: Trace | None = None) -> str:
         if text.startswith("${", i):
             end = _closing_brace(text, i + 1)
             name, has_fallback, fallback = text[i + 2 : end].partition(":-")
-            if not _NAME.fullmatch(name):
+            if not (name.isascii() and name.isidentifier()):  # _NAME in full, sooner
                 raise UserInputError(f"invalid variable reference ${{{name}}} in {text!r}")
             value = lookup(name, host)
             if value is not None and has_fallback and i == 0 and not _is_absolute(

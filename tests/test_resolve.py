@@ -13,8 +13,10 @@ from cachedoctor.host import Host
 from cachedoctor.resolve import (
     UnresolvedVariable,
     _closing_brace,
+    _expand_tilde,
     expand,
     has_glob,
+    normalize,
     to_host_path,
     try_expand,
 )
@@ -134,3 +136,17 @@ def test_the_closing_brace_is_the_one_that_balances_the_opening(text: str, data:
             _closing_brace(text, open_at)
     else:
         assert _closing_brace(text, open_at) == expected
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x17F), max_size=8))
+def test_a_variable_name_is_what_the_name_pattern_matches_in_full(name: str) -> None:
+    """`${NAME}` checks its name with `isascii() and isidentifier()`, not `_NAME.fullmatch`."""
+    from cachedoctor.resolve import _NAME
+
+    assert (name.isascii() and name.isidentifier()) == (_NAME.fullmatch(name) is not None)
+
+
+@given(st.text(alphabet="~/\\.:-_{}aZ0 é*", max_size=24))
+def test_a_template_without_a_dollar_or_percent_is_only_normalised(template: str) -> None:
+    for host in (LINUX, WIN):
+        assert expand(template, host) == normalize(_expand_tilde(template, host), host)
