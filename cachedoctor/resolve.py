@@ -21,7 +21,7 @@ from cachedoctor.errors import UserInputError
 from cachedoctor.host import Host, OsName
 from cachedoctor.lazyre import lazy_pattern
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_NAME = lazy_pattern(r"[A-Za-z_][A-Za-z0-9_]*")
 _WIN_NAME = lazy_pattern(r"[A-Za-z_][A-Za-z0-9_()]*")
 _SPECIAL = re.compile(r"[$%]")
 _GLOB_CHARS = re.compile(r"[*?\[]")
@@ -94,7 +94,7 @@ def _expand_variables(text: str, host: Host, trace: Trace | None = None) -> str:
                 value = _expand_tilde(_expand_variables(fallback, host, trace), host)
             out.append(value)
             i = end + 1
-        elif char == "$" and (bare := _NAME.match(text, i + 1)):
+        elif char == "$" and (bare := _NAME().match(text, i + 1)):
             out.append(_required(bare.group(), host))
             i = bare.end()
         elif char == "%" and (win := _WIN_NAME().match(text, i + 1)) and text.startswith("%", win.end()):

@@ -143,7 +143,7 @@ def test_a_variable_name_is_what_the_name_pattern_matches_in_full(name: str) -> 
     """`${NAME}` checks its name with `isascii() and isidentifier()`, not `_NAME.fullmatch`."""
     from cachedoctor.resolve import _NAME
 
-    assert (name.isascii() and name.isidentifier()) == (_NAME.fullmatch(name) is not None)
+    assert (name.isascii() and name.isidentifier()) == (_NAME().fullmatch(name) is not None)
 
 
 @given(st.text(alphabet="~/\\.:-_{}aZ0 é*", max_size=24))
