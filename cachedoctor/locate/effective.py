@@ -363,11 +363,13 @@ def _defaults(location: Location, host: Host, world: World) -> list[str]:
     out: list[str] = []
     for template in location.paths.for_host(host):
         trace: Trace = []
-        if try_expand_traced(template, host, trace) is None:
+        path = try_expand_traced(template, host, trace)
+        if path is None:
             continue
         names = hide | {name.upper() for name, _ in trace if not name.upper().startswith("XDG_")}
-        base = Host(host.os, EnvWithout(host.env, frozenset(names)), host.home)
-        path = try_expand(template, base)
+        if names:  # else nothing is hidden: the path is the one just expanded
+            path = try_expand(template, Host(host.os, EnvWithout(host.env, frozenset(names)),
+                                             host.home))
         if path:
             out += world.files.glob(path) if has_glob(path) else [path]
     return out
