@@ -194,12 +194,12 @@ def claimed_paths(profiles: Sequence[Profile], world: World,
     from cachedoctor.resolve import has_glob, try_expand
 
     claimed: list[str] = []
-    host = world.host
+    host, session = world.host, world.new_session_host()
     for picture in seen if seen is not None else pictures(profiles, world):
         claimed += [p.path for p in (*picture.places, *(picture.shell or ()))]
         claimed += list(picture.unused)
         for template in picture.location.paths.for_host(host):
-            path = try_expand(template, world.new_session_host())
+            path = try_expand(template, session)
             if path:
                 claimed.append(path.split("*")[0].rstrip("/\\") if has_glob(path) else path)
     return claimed
