@@ -204,3 +204,63 @@ def test_a_cache_still_read_is_not_pruned_as_unwritten(tmp_path: Path,
     monkeypatch.setattr(state, "install_tag", lambda: "0badc0de")  # another install writes
     assert state.prune_other_installs(state.install_file("profile-index.pickle")) == []
     assert mine.is_file()
+
+
+def test_the_code_stamp_sees_every_module_below_the_package_and_nothing_else(tmp_path: Path) -> None:
+    package = tmp_path / "pkg"
+    (package / "sub" / "__pycache__").mkdir(parents=True)
+    for name in ("b.py", "a.py", "sub/c.py", "sub/__pycache__/c.py", "notes.txt", "sub/d.pyc"):
+        (package / name).write_text("x = 1\n")
+
+    def stamp() -> list[tuple[str | int, ...]]:
+        code: list[tuple[str | int, ...]] = []
+        profile_index._stat_modules(str(package), "", code)
+        return code
+
+    first = stamp()
+    assert [entry[0] for entry in first] == ["a.py", "b.py", "sub/c.py"]
+    module = package / "sub" / "c.py"
+    st = module.stat()
+    time.sleep(0.05)  # past the coarse clock file times are taken from
+    module.write_text("x = 2\n")  # same size, its time put back: the change time still moves
+    os.utime(module, ns=(st.st_atime_ns, st.st_mtime_ns))
+    second = stamp()
+    assert second != first and second[:2] == first[:2]
+    replacement = package / "sub" / "new"
+    replacement.write_text("x = 3\n")
+    os.replace(replacement, module)  # another file in its place: another inode
+    assert stamp()[2][4] != second[2][4]
+
+
+def test_the_code_stamp_takes_the_inode_a_windows_listing_leaves_out(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Windows' `DirEntry.stat()` has st_ino 0 (Python docs, os.DirEntry.stat); `inode()`
+    stats the file for it there. Without it, a file replaced by one of the same size and
+    times would leave the stamp as it was."""
+
+    class Stat:
+        st_size, st_mtime_ns, st_ctime_ns, st_ino = 6, 10, 20, 0
+
+    class Entry:
+        name, path = "m.py", "C:\\pkg\\m.py"
+
+        def stat(self) -> Stat:
+            return Stat()
+
+        def inode(self) -> int:
+            return 4242
+
+        def is_dir(self, follow_symlinks: bool = True) -> bool:
+            return False
+
+    class Listing:
+        def __enter__(self) -> list[Entry]:
+            return [Entry()]
+
+        def __exit__(self, *_: object) -> None:
+            return None
+
+    monkeypatch.setattr(profile_index.os, "scandir", lambda folder: Listing())
+    code: list[tuple[str | int, ...]] = []
+    profile_index._stat_modules("C:\\pkg", "", code)
+    assert code == [("m.py", 6, 10, 20, 4242)]

@@ -86,7 +86,9 @@ def _stat_modules(folder: str, prefix: str, code: list[tuple[str | int, ...]]) -
         name = prefix + entry.name
         if entry.name.endswith(".py"):
             try:
-                code.append((name, *file_key(entry.stat())))
+                st = entry.stat()
+                # Windows' listing gives no inode (st_ino 0): entry.inode() stats for it there
+                code.append((name, *file_key(st)[:3], st.st_ino or entry.inode()))
             except OSError:
                 code.append((name,))
         elif entry.name != "__pycache__" and entry.is_dir(follow_symlinks=False):
