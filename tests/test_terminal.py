@@ -333,3 +333,26 @@ def test_fold_path_keeps_every_character_and_every_space_in_sight() -> None:
                     (path, width, lines)
             if k < len(lines) - 1 and line.strip(" "):
                 assert not line.endswith(" "), (path, width, lines)
+
+
+def test_an_ascii_cell_wraps_as_rich_wraps_it() -> None:
+    """`wrap_ascii`, the fold of a prose or id cell of printable ASCII, against rich's own
+    `Text.wrap` (left, fold): words longer than a line, runs of spaces at either end, a cell
+    of spaces only, every width from 1 to 30 (the wide-table test above meets it only where
+    its random cells happen to be ASCII)."""
+    from rich.text import Text
+
+    from cachedoctor.cli.render import wrap_ascii
+
+    console = Console(width=200)
+    rng = random.Random(16)
+    alphabet = ["a"] * 6 + [" "] * 3 + ["Z", "/", "-", "~", ",", "@"]
+    cells = ["", " ", "   ", "a", "a b", " a", "a ", "model/org01/model-00151", "main, v1",
+             "detached: 1 revision; broken: 2 dangling links"]
+    cells += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 40)))
+              for _ in range(4000)]
+    for cell in cells:
+        for width in range(1, 31):
+            rich = [line.plain for line in Text(cell).wrap(console, width, justify="left",
+                                                          overflow="fold")]
+            assert wrap_ascii(cell, width) == rich, (cell, width)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import re
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TYPE_CHECKING, Literal
 
 import msgspec
@@ -262,36 +262,53 @@ def _lines(columns: Sequence[Column], shown: list[int], rows: list[list[str] | N
     trims it (`Text.rstrip_end`); given `wrap`, a cell with such a line, or one wider than its
     column, is handed to it (with its column and width) and its lines are taken as they are."""
     out: list[str] = []
+    gap = " " * GAP
+    spec = [(i, widths[i], columns[i].kind == "number") for i in shown]
     for row in [[c.header for c in columns]] * header + rows:
         if row is None:
             continue
-        cells, wrapped = [], set()
-        for i in shown:
-            lines = row[i].split("\n")  # as rich splits a cell (a final newline too)
-            if wrap is not None and i in folds and any(
-                    max(len(line), cell_width(line)) > widths[i] for line in lines):
-                lines = wrap(i, row[i], widths[i])
-                wrapped.add(i)
-            cells.append(lines)
+        if all(row[i].isascii() and len(row[i]) <= width and "\n" not in row[i]
+               for i, width, _ in spec):  # one line of one column a character, that fits
+            out.append(gap.join(row[i].rstrip().rjust(width) if number else row[i].ljust(width)
+                                for i, width, number in spec))
+            continue
+        cells = [_cell_lines(row[i], i, width, number, i in folds, wrap)
+                 for i, width, number in spec]
         for k in range(max(len(lines) for lines in cells)):
-            parts = []
-            for i, lines in zip(shown, cells, strict=True):
-                text = lines[k] if k < len(lines) else ""
-                if columns[i].kind == "number":  # right-justified: rich strips the end first
-                    text = text.rstrip()
-                    text = " " * (widths[i] - cell_width(text)) + text
-                else:
-                    if i in folds and i not in wrapped and len(text) > widths[i]:  # rich's
-                        # `Text.rstrip_end`; a wrapped cell's lines are taken as they are
-                        end = _TRAILING_SPACE().search(text)
-                        if end is not None:
-                            text = text[:len(text) - min(len(end[0]), len(text) - widths[i])]
-                    text += " " * (widths[i] - cell_width(text))
-                if not text.isascii():  # rich pads again to what it measures the padded line
-                    text += " " * (widths[i] - cell_width(text))  # at (a lone U+200D)
-                parts.append(text)
-            out.append((" " * GAP).join(parts))
+            out.append(gap.join(lines[k] if k < len(lines) else " " * width
+                                for lines, (_, width, _) in zip(cells, spec, strict=True)))
     return out
+
+
+def _cell_lines(cell: str, column: int, width: int, number: bool, folds: bool,
+                wrap: Callable[[int, str, int], list[str]] | None) -> list[str]:
+    """One cell's lines as `_lines` lays them out, each padded to `width` as rich pads it."""
+    if cell.isascii() and "\n" not in cell:  # one column a character, one line
+        if len(cell) <= width:
+            return [cell.rstrip().rjust(width) if number else cell.ljust(width)]
+        if wrap is not None and folds:
+            return [line.ljust(width) for line in wrap(column, cell, width)]
+    lines = cell.split("\n")  # as rich splits a cell (a final newline too)
+    wrapped = False
+    if wrap is not None and folds and any(max(len(line), cell_width(line)) > width
+                                          for line in lines):
+        lines, wrapped = wrap(column, cell, width), True
+    padded = []
+    for text in lines:
+        if number:  # right-justified: rich strips the end first
+            text = text.rstrip()
+            text = " " * (width - cell_width(text)) + text
+        else:
+            if folds and not wrapped and len(text) > width:  # rich's `Text.rstrip_end`; a
+                # wrapped cell's lines are taken as they are
+                end = _TRAILING_SPACE().search(text)
+                if end is not None:
+                    text = text[:len(text) - min(len(end[0]), len(text) - width)]
+            text += " " * (width - cell_width(text))
+        if not text.isascii():  # rich pads again to what it measures the padded line at
+            text += " " * (width - cell_width(text))  # (a lone U+200D)
+        padded.append(text)
+    return padded
 
 
 def fold_path(text: str, width: int) -> list[str]:
@@ -349,13 +366,67 @@ def _print_laid_out(console: Console, columns: Sequence[Column], shown: list[int
     def wrap(column: int, text: str, width: int) -> list[str]:  # only folding ones are narrow
         if columns[column].kind == "path":
             return fold_path(text, width)
+        if text.isascii() and text.isprintable():
+            return wrap_ascii(text, width)
         return [line.plain for line in Text(text).wrap(console, width, justify="left",
                                                         overflow="fold")]
 
     folds = frozenset(i for i in shown if _folds(columns[i], fold_text))
     body = _lines(columns, shown, rows, widths, header=False, wrap=wrap, folds=folds)
     if body:
-        console.print(Text("\n".join(body)), soft_wrap=True)
+        console.print(_Verbatim("\n".join(body) + "\n"), soft_wrap=True)
+
+
+class _Verbatim:
+    """Lines rich prints as they are, as one segment: what it prints for the same text as
+    a `Text` (no style, no wrap), without splitting it into lines and spans (a third of
+    printing a 2,000-row table)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __rich_console__(self, console: Console, options: object) -> Iterator[object]:
+        from rich.segment import Segment
+
+        yield Segment(self.text)
+
+
+def wrap_ascii(text: str, width: int) -> list[str]:
+    """The lines of a cell of printable ASCII (one column a character, no tab, no newline)
+    as rich wraps it (`Text.wrap` with `justify="left", overflow="fold"`: rich 14.3-15's
+    `rich._wrap.divide_line`, `Text.rstrip_end`, `Text.truncate(pad=True)`), each padded to
+    `width`; rich's own takes about 25 µs a cell in `Text` objects and spans, a fifth of a
+    2,000-unit `ls` at 80 columns. tests/test_terminal.py holds it to rich's own."""
+    breaks: list[int] = []
+    offset = 0
+    for match in _WORD().finditer(text):  # a word: spaces, then non-spaces, then spaces
+        start, word = match.start(), match[0]
+        length = len(word.rstrip(" "))
+        if width - offset >= length:  # it fits in what is left of the line
+            offset += len(word)
+        elif length > width:  # longer than a line: folded by characters
+            pieces = [word[at:at + width] for at in range(0, len(word), width)]
+            for piece in pieces[:-1]:
+                if start:
+                    breaks.append(start)
+                start += len(piece)
+            if start:
+                breaks.append(start)
+            offset = len(pieces[-1])
+        elif offset and start:  # it fits on the next line
+            breaks.append(start)
+            offset = len(word)
+    lines = []
+    for start, end in zip([0, *breaks], [*breaks, len(text)], strict=True):
+        line = text[start:end]
+        if len(line) > width:  # `rstrip_end`: trailing spaces beyond the width go first
+            kept = line.rstrip(" ")
+            line = line[:max(len(kept), width)]
+        lines.append(line[:width].ljust(width))
+    return lines
+
+
+_WORD = lazy_pattern(r" *[^ ]+ *")
 
 
 def _print_rich_table(console: Console, columns: Sequence[Column], shown: list[int],
