@@ -165,6 +165,20 @@ def test_cli_broken_profile_does_not_stop_the_others(tmp_path: Path) -> None:
     assert "zz-broken.yaml" in result.stderr and "required field is missing" in result.stderr
 
 
+@pytest.mark.skipif(IS_WINDOWS, reason="symlinks need privileges there")
+def test_cli_a_link_that_loops_is_no_profile_and_stops_nothing(tmp_path: Path) -> None:
+    """A `.yaml` link that loops (ELOOP) or passes through a file (ENOTDIR) is not a profile
+    file, as pathlib's `is_file` says; the profiles beside it load."""
+    folder = tmp_path / "profiles"
+    write(folder, "demo.yaml", GOOD)
+    (folder / "loop.yaml").symlink_to(folder / "loop.yaml")
+    (folder / "through.yaml").symlink_to(folder / "demo.yaml" / "x")
+    result = run_cli("--profiles-dir", str(folder), "profiles", "list", "--json")
+    assert result.returncode == 0, result.stderr
+    assert "demo" in [row["id"] for row in result_of(result)["profiles"]]
+    assert "loop.yaml" not in result.stderr and "through.yaml" not in result.stderr
+
+
 def test_cli_show_resolves_paths(tmp_path: Path, isolated_home: Path) -> None:
     folder = tmp_path / "profiles"
     write(folder, "demo.yaml", GOOD)
@@ -388,9 +402,12 @@ def test_the_profile_files_of_a_folder_are_those_paths_name_in_their_order(tmp_p
         (folder / "link.yaml").symlink_to(folder / "b.yaml")
         (folder / "dangling.yaml").symlink_to(folder / "gone.yaml")
         (folder / "to-dir.yml").symlink_to(folder / "dir.yaml")
+        (folder / "loop.yaml").symlink_to(folder / "loop.yaml")  # ELOOP
+        (folder / "through-file.yaml").symlink_to(folder / "e.json" / "x")  # ENOTDIR
     by_paths = sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
     assert _yaml_files(folder) == by_paths
     names = {p.name for p in by_paths}
     assert {"..yaml", ".x.yaml", "a.yaml", "Z.yaml"} <= names and not names & {".yaml", "c.YAML"}
     if not IS_WINDOWS:  # a link to a file counts, a dangling one or one to a folder does not
         assert "link.yaml" in names and not names & {"dangling.yaml", "to-dir.yml"}
+        assert not names & {"loop.yaml", "through-file.yaml"}  # nor one that cannot lead to one

@@ -8,6 +8,7 @@ a command start-up does not parse YAML or validate (`cachedoctor.profiles.index`
 
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -196,8 +197,23 @@ def _yaml_files(directory: Path) -> list[Path]:
     millisecond of every start with 79 profiles)."""
     with os.scandir(directory) as listing:
         names = [entry.name for entry in listing if entry.name.endswith((".yaml", ".yml"))
-                 and entry.name not in (".yaml", ".yml") and entry.is_file()]
+                 and entry.name not in (".yaml", ".yml") and _is_file(entry)]
     return [directory / name for name in sorted(names, key=os.path.normcase)]
+
+
+_NOT_THERE = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP})
+
+
+def _is_file(entry: os.DirEntry[str]) -> bool:
+    """`Path.is_file` of the entry: a link that loops or passes through a file is no profile
+    file (as pathlib says), not an error that stops every profile from loading; a folder
+    that cannot be read (EACCES) still is one."""
+    try:
+        return entry.is_file()
+    except OSError as exc:
+        if exc.errno in _NOT_THERE:
+            return False
+        raise
 
 
 def load_profile_file(path: str | Path) -> Profile:
