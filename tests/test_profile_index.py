@@ -209,7 +209,9 @@ def test_a_cache_still_read_is_not_pruned_as_unwritten(tmp_path: Path,
 def test_the_code_stamp_sees_every_module_below_the_package_and_nothing_else(tmp_path: Path) -> None:
     package = tmp_path / "pkg"
     (package / "sub" / "__pycache__").mkdir(parents=True)
-    for name in ("b.py", "a.py", "sub/c.py", "sub/__pycache__/c.py", "notes.txt", "sub/d.pyc"):
+    (package / "odd.py").mkdir()  # a folder named like a module is entered, as os.walk does
+    for name in ("b.py", "a.py", "sub/c.py", "sub/__pycache__/c.py", "notes.txt", "sub/d.pyc",
+                 "odd.py/e.py"):
         (package / name).write_text("x = 1\n")
 
     def stamp() -> list[tuple[str | int, ...]]:
@@ -218,18 +220,18 @@ def test_the_code_stamp_sees_every_module_below_the_package_and_nothing_else(tmp
         return code
 
     first = stamp()
-    assert [entry[0] for entry in first] == ["a.py", "b.py", "sub/c.py"]
+    assert [entry[0] for entry in first] == ["a.py", "b.py", "odd.py/e.py", "sub/c.py"]
     module = package / "sub" / "c.py"
     st = module.stat()
     time.sleep(0.05)  # past the coarse clock file times are taken from
     module.write_text("x = 2\n")  # same size, its time put back: the change time still moves
     os.utime(module, ns=(st.st_atime_ns, st.st_mtime_ns))
     second = stamp()
-    assert second != first and second[:2] == first[:2]
+    assert second != first and second[:3] == first[:3]
     replacement = package / "sub" / "new"
     replacement.write_text("x = 3\n")
     os.replace(replacement, module)  # another file in its place: another inode
-    assert stamp()[2][4] != second[2][4]
+    assert stamp()[3][4] != second[3][4]
 
 
 def test_the_code_stamp_takes_the_inode_a_windows_listing_leaves_out(

@@ -84,15 +84,23 @@ def _stat_modules(folder: str, prefix: str, code: list[tuple[str | int, ...]]) -
         return
     for entry in entries:
         name = prefix + entry.name
-        if entry.name.endswith(".py"):
+        if _is_dir(entry):  # as os.walk sorts it: a link to a folder is one, never entered
+            if entry.name != "__pycache__" and not entry.is_symlink():
+                _stat_modules(entry.path, name + "/", code)
+        elif entry.name.endswith(".py"):
             try:
                 st = entry.stat()
                 # Windows' listing gives no inode (st_ino 0): entry.inode() stats for it there
                 code.append((name, *file_key(st)[:3], st.st_ino or entry.inode()))
             except OSError:
                 code.append((name,))
-        elif entry.name != "__pycache__" and entry.is_dir(follow_symlinks=False):
-            _stat_modules(entry.path, name + "/", code)
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
 
 
 class ProfileIndex:
