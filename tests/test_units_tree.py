@@ -136,3 +136,34 @@ def test_a_link_resolves_to_the_lexical_normpath_of_its_target() -> None:
         assert tree.resolve(link) == definition(rel, target), (rel, target)
     assert tree.resolve(Entry("m/snapshots/c/w.bin", False, True, False, 0, 0.0, 0.0, (0, 0), 1,
                               "../../blobs/ab12")) == "m/blobs/ab12"
+
+
+def test_a_small_file_is_read_whole_whatever_size_it_had(tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """`read_text` reads what the file's size says, not a MiB buffer per 40-byte ref, and
+    still gives the whole text (up to SMALL_FILE) of a file that grew after its size was
+    taken; an empty file is empty text; a bigger one gives its first SMALL_FILE bytes."""
+    from cachedoctor.cacheunits import tree as tree_module
+    from cachedoctor.cacheunits.tree import SMALL_FILE, read_text
+
+    def listed(path: Path) -> tree_module.Entry:
+        return list_tree(str(tmp_path), workers=1).entries[path.name]
+
+    empty, ref, big = tmp_path / "empty", tmp_path / "main", tmp_path / "big"
+    empty.write_bytes(b"")
+    ref.write_text("0123456789abcdef0123456789abcdef01234567")
+    big.write_bytes(b"x" * (SMALL_FILE + 4096))
+    assert read_text(str(empty), listed(empty)) == ""
+    assert read_text(str(ref), listed(ref)) == ref.read_text()
+    assert read_text(str(big), listed(big)) == "x" * SMALL_FILE
+    grown = ref.read_text() * 100  # 4,000 bytes where fstat said 40
+    entry = listed(ref)
+    real = os.fstat
+    ref.write_text(grown)
+
+    def stale(fd: int) -> os.stat_result:
+        st = real(fd)
+        return os.stat_result((*st[:6], 40, *st[7:]))  # st_size as it was
+
+    monkeypatch.setattr(tree_module.os, "fstat", stale)
+    assert read_text(str(ref), entry) == grown

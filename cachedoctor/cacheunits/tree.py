@@ -221,7 +221,12 @@ def read_text(name: str, entry: Entry, dir_fd: int | None = None) -> str | None:
         st = os.fstat(fd)
         if (st.st_dev, st.st_ino) != entry.inode:
             return None
-        data = os.read(fd, SMALL_FILE)
+        # what its size says (+1: a file that grew since goes on below); a read of SMALL_FILE
+        # bytes allocates and maps a MiB for a 40-byte ref (a quarter of listing a hub)
+        want = min(SMALL_FILE, max(st.st_size, 0) + 1)
+        data = os.read(fd, want)
+        if len(data) == want < SMALL_FILE:
+            data += os.read(fd, SMALL_FILE - want)
     except OSError:
         return None
     finally:
