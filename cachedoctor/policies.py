@@ -9,7 +9,6 @@ plist that a configuration profile installs.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any, Literal, get_args
 
@@ -72,6 +71,8 @@ class PolicyRead(msgspec.Struct, frozen=True):
 def policy_json(text: str) -> Any:
     """A policy file as Chromium's JSON reader takes it: strict JSON, but trailing commas
     allowed (JSON_ALLOW_TRAILING_COMMAS); raises ValueError for anything else."""
+    import json  # where a policy file is there: a run with none does not import it
+
     from cachedoctor.configedit import ConfigSyntaxError
     from cachedoctor.configedit.jsonc import loads
 
@@ -139,6 +140,8 @@ def read_policy_after_write(browser: str, name: str, value: Any, host: Host,
         current = policy_json(files.read_text(own) or "{}")
     except ValueError:
         current = {}
+    import json
+
     data = {**(current if isinstance(current, dict) else {}), name: value}
     return read_policy(browser, name, host, OverlayFiles(files, {own: json.dumps(data)}))
 

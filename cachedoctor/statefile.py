@@ -11,7 +11,6 @@ code 2), never a traceback and never silently treated as empty. docs/state.md li
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -170,6 +169,8 @@ class JsonKind(Generic[T], msgspec.Struct, frozen=True):
             return None
         except OSError as exc:
             raise OperationFailed(f"cannot read the {self.what} {path}: {exc.strerror}") from None
+        import json  # where a file is there: a run with none (an empty home) does not import it
+
         try:
             data = json.loads(raw.decode("utf-8"))
         except UnicodeDecodeError as exc:
@@ -200,6 +201,8 @@ class JsonKind(Generic[T], msgspec.Struct, frozen=True):
 
     def write(self, path: Path, model: T, *, mode: int | None = None) -> None:
         """Replace the file atomically with `model` in the current format."""
+        import json
+
         from cachedoctor.fsutil import atomic_write_text
 
         separators = (",", ":") if self.indent is None else None
