@@ -24,7 +24,6 @@ back unchanged, otherwise as a JSON string; `${` is escaped so npm does not expa
 
 from __future__ import annotations
 
-import json
 import ntpath
 import posixpath
 import re
@@ -56,6 +55,8 @@ def js_trim(text: str) -> str:
 
 def _json(text: str) -> tuple[bool, Any]:
     """JSON.parse: (parsed, value). Python's extras (NaN, Infinity) are not JSON to it."""
+    import json  # only for a quoted value: most .npmrc files hold none
+
     def refuse(constant: str) -> Any:
         raise ValueError(constant)
 
@@ -92,9 +93,12 @@ def unsafe(raw: str) -> Any:
 def decode_value(raw: str) -> Any:
     """A value as `ini.decode` stores it: `true`/`false`/`null` become JSON values."""
     value = unsafe(raw)
-    if value in ("true", "false", "null") and isinstance(value, str):
-        return json.loads(value)
+    if value in _JSON_WORDS and isinstance(value, str):
+        return _JSON_WORDS[value]
     return value
+
+
+_JSON_WORDS: dict[str, bool | None] = {"true": True, "false": False, "null": None}
 
 
 class Entry(msgspec.Struct):
@@ -225,6 +229,8 @@ def quote(text: str) -> str:
     if decode_value(text) == text and isinstance(decode_value(text), str) \
             and "\u2028" not in text and "\u2029" not in text:
         return text
+    import json
+
     quoted = json.dumps(text, ensure_ascii=False).replace("\u2028", "\\u2028").replace(
         "\u2029", "\\u2029")
     if decode_value(quoted) != text:  # pragma: no cover - JSON strings always read back

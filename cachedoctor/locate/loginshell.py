@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import glob
-import json
 import os
 import shlex
 import signal
@@ -273,6 +272,8 @@ def _stat(path: str) -> list[int] | None:
 
 
 def _key(shell: str, env: dict[str, str], watched: list[str]) -> str:
+    import json  # only where the login shell's environment is read (not CACHEDOCTOR_NO_SHELL)
+
     paths: list[str] = []
     for pattern in watched:
         paths += sorted(glob.glob(pattern)) if any(c in pattern for c in "*?[") else [pattern]
