@@ -8,7 +8,6 @@ its conditions does; conditions about the same location must hold for the same p
 
 from __future__ import annotations
 
-import json
 import ntpath
 import os
 import re
@@ -283,6 +282,8 @@ def _setting_differs(cond: c.SettingDiffers, ctx: Context) -> list[Hit]:
         if current is MISSING and not cond.unset_counts:
             continue
         if wanted is not None and not _same(wanted, current):
+            import json  # only for a setting found wrong
+
             shown = "missing" if current is MISSING else json.dumps(current, default=str)
             wrong.append(f"{_key_text(key)} = {shown} (tuned: {json.dumps(wanted, default=str)})")
     if where is None or not wrong:
