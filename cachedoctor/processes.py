@@ -83,10 +83,8 @@ def _proc_table(proc: str = "/proc") -> tuple[_Row, ...] | None:
         return None
     rows: list[_Row] = []
     for pid in pids:
-        try:
-            with open(f"{proc}/{pid}/stat", "rb") as f:
-                stat = f.read()
-        except OSError:  # gone since the listing
+        stat = _read_all(f"{proc}/{pid}/stat")
+        if stat is None:  # gone since the listing
             continue
         start, end = stat.find(b"("), stat.rfind(b")")
         fields = stat[end + 2:].split()
@@ -101,11 +99,7 @@ def _proc_table(proc: str = "/proc") -> tuple[_Row, ...] | None:
 
 def _untruncated(cmdline: str, comm: str) -> str:
     """psutil's rule: a program that rewrote its command line may separate it by spaces."""
-    try:
-        with open(cmdline, "rb") as f:
-            data = f.read()
-    except OSError:
-        return comm
+    data = _read_all(cmdline)
     if not data:
         return comm
     sep = b"\0" if data.endswith(b"\0") else b" "
@@ -114,6 +108,24 @@ def _untruncated(cmdline: str, comm: str) -> str:
         args = args[0].split(b" ")
     full = os.path.basename(os.fsdecode(args[0]))
     return full if full.startswith(comm) else comm
+
+
+def _read_all(path: str) -> bytes | None:
+    """A /proc file's bytes by plain reads (a buffered file object per process was two thirds
+    of reading the process list: 1.4 ms for 73 processes, and a desktop runs hundreds)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return None
+    try:
+        chunks = []
+        while chunk := os.read(fd, 4096):
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def _own_pids(table: tuple[_Row, ...], candidates: list[_Row]) -> set[int]:
