@@ -148,6 +148,9 @@ def print_table(console: Console | None, columns: Sequence[Column], rows: Sequen
 
 def _widest(texts: Sequence[str]) -> int:
     """The columns the widest line of `texts` takes, as rich measures a cell (`splitlines`)."""
+    joined = "".join(texts)
+    if joined.isascii() and joined.isprintable():  # each one line, a column a character
+        return max(map(len, texts), default=0)
     return max((cell_width(line) for text in texts for line in text.splitlines()), default=0)
 
 
@@ -195,7 +198,8 @@ def _breaks(columns: Sequence[Column], rows: list[list[str] | None]) -> bool:
     line separator (_RICH_BREAKS), a header of more than one line (rich aligns those to the
     bottom)."""
     return any(len(c.header.splitlines()) > 1 or c.header.endswith("\n") for c in columns) or \
-        any(_RICH_BREAKS().search(cell) for row in rows if row is not None for cell in row)
+        _RICH_BREAKS().search("".join(["".join(row) for row in rows if row is not None])) \
+        is not None  # one search of every cell at once: a break is one character
 
 
 # what makes rich print a pipe differently: a width, forced colour or terminal behaviour; and
@@ -267,14 +271,21 @@ def _lines(columns: Sequence[Column], shown: list[int], rows: list[list[str] | N
     for row in [[c.header for c in columns]] * header + rows:
         if row is None:
             continue
-        if all(row[i].isascii() and len(row[i]) <= width and "\n" not in row[i]
-               for i, width, _ in spec):  # one line of one column a character, that fits
-            out.append(gap.join(row[i].rstrip().rjust(width) if number else row[i].ljust(width)
-                                for i, width, number in spec))
+        cells: list[list[str]] = []
+        tall = 0
+        for i, width, number in spec:
+            cell = row[i]
+            if len(cell) <= width and cell.isascii() and "\n" not in cell:  # most cells: one
+                # line of one column a character, that fits
+                cells.append([cell.rstrip().rjust(width) if number else cell.ljust(width)])
+                tall = tall or 1
+            else:
+                cells.append(_cell_lines(cell, i, width, number, i in folds, wrap))
+                tall = max(tall, len(cells[-1]))
+        if tall == 1:
+            out.append(gap.join([lines[0] for lines in cells]))
             continue
-        cells = [_cell_lines(row[i], i, width, number, i in folds, wrap)
-                 for i, width, number in spec]
-        for k in range(max(len(lines) for lines in cells)):
+        for k in range(tall):
             out.append(gap.join(lines[k] if k < len(lines) else " " * width
                                 for lines, (_, width, _) in zip(cells, spec, strict=True)))
     return out
@@ -283,11 +294,9 @@ def _lines(columns: Sequence[Column], shown: list[int], rows: list[list[str] | N
 def _cell_lines(cell: str, column: int, width: int, number: bool, folds: bool,
                 wrap: Callable[[int, str, int], list[str]] | None) -> list[str]:
     """One cell's lines as `_lines` lays them out, each padded to `width` as rich pads it."""
-    if cell.isascii() and "\n" not in cell:  # one column a character, one line
-        if len(cell) <= width:
-            return [cell.rstrip().rjust(width) if number else cell.ljust(width)]
-        if wrap is not None and folds:
-            return [line.ljust(width) for line in wrap(column, cell, width)]
+    if wrap is not None and folds and cell.isascii() and "\n" not in cell:  # one line, a
+        # column a character, wider than its column (`_lines` pads the ones that fit)
+        return [line.ljust(width) for line in wrap(column, cell, width)]
     lines = cell.split("\n")  # as rich splits a cell (a final newline too)
     wrapped = False
     if wrap is not None and folds and any(max(len(line), cell_width(line)) > width
