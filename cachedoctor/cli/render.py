@@ -406,6 +406,9 @@ def wrap_ascii(text: str, width: int) -> list[str]:
     `rich._wrap.divide_line`, `Text.rstrip_end`, `Text.truncate(pad=True)`), each padded to
     `width`; rich's own takes about 25 µs a cell in `Text` objects and spans, a fifth of a
     2,000-unit `ls` at 80 columns. tests/test_terminal.py holds it to rich's own."""
+    if " " not in text:  # one word (an id, a path): folded by characters
+        return [text[at:at + width].ljust(width) for at in range(0, len(text), width)] or \
+            [" " * width]
     breaks: list[int] = []
     offset = 0
     for match in _WORD().finditer(text):  # a word: spaces, then non-spaces, then spaces
