@@ -356,3 +356,17 @@ def test_an_ascii_cell_wraps_as_rich_wraps_it() -> None:
             rich = [line.plain for line in Text(cell).wrap(console, width, justify="left",
                                                           overflow="fold")]
             assert wrap_ascii(cell, width) == rich, (cell, width)
+
+
+def test_a_name_holding_an_emoji_code_is_shown_as_it_is() -> None:
+    """rich replaces `:cd:` with a disc even with markup off: a cache folder named so would be
+    shown as another name at a terminal (and as itself in a pipe). Every console the commands
+    print through (`_console`) shows it as it is, in plain text and in markup alike."""
+    from cachedoctor.cli.common import _console
+
+    stream = io.StringIO()
+    console = _console(file=stream, force_terminal=True, width=80, highlight=False)
+    console.print("/tmp/:cd:/x :smile:", markup=False, highlight=False)
+    console.print("[bold]/tmp/:cd:/y[/bold]")
+    shown = stream.getvalue()
+    assert shown.count(":cd:") == 2 and ":smile:" in shown and "\U0001f4bf" not in shown

@@ -47,14 +47,16 @@ def profile_set() -> ProfileSet:
 
 def _console(**options: Any) -> Console:
     """A rich Console that shows every string it renders (print, table cells, tree labels)
-    through `printable`: a file name holding an ESC sequence is displayed, never obeyed."""
+    through `printable`: a file name holding an ESC sequence is displayed, never obeyed; nor
+    is one holding an emoji code (`:cd:` would be shown as a disc, even with markup off, and
+    rich's table of codes is 2 ms to import)."""
     from rich.console import Console
 
     class SafeConsole(Console):
         def render_str(self, text: str, **kwargs: Any) -> Any:
             return super().render_str(printable(text), **kwargs)
 
-    return SafeConsole(**options)
+    return SafeConsole(**{"emoji": False, **options})
 
 
 def stdout_console() -> Console:
