@@ -22,6 +22,7 @@ from cachedoctor.sizes import format_size
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.style import Style
 
 BAR_WIDTH = 20
 GAP = 2  # the space rich leaves between two columns (padding 1 on each side, no edge padding)
@@ -360,17 +361,24 @@ def _print_laid_out(console: Console, columns: Sequence[Column], shown: list[int
     rich's table costs about 50 µs a cell (a second for a 2,000-unit `ls`). rich prints the
     header (in its style) and wraps the cells wider than their column; every other cell is
     padded here. A path is folded by `fold_path`, not at its spaces as rich folds prose."""
-    from rich.table import Table
     from rich.text import Text
 
-    head = Table(box=None, header_style="bold", pad_edge=False, show_edge=False)
     widths = [0] * len(columns)
     for i, cell in zip(shown, cells, strict=True):
         widths[i] = cell
-        head.add_column(Text(columns[i].header), justify="right" if columns[i].kind == "number"
-                        else "left", width=cell, no_wrap=not _folds(columns[i], fold_text),
-                        overflow="fold")
-    console.print(head)
+    if all(columns[i].header.isascii() and columns[i].header.isprintable()
+           and len(columns[i].header) <= widths[i] for i in shown):
+        console.print(_Header([_lines(columns, [i], [], widths, header=True)[0] for i in shown],
+                              console.get_style("bold")))
+    else:  # a header that wraps, or of characters wider or narrower than a column: rich's
+        from rich.table import Table
+
+        head = Table(box=None, header_style="bold", pad_edge=False, show_edge=False)
+        for i in shown:
+            head.add_column(Text(columns[i].header), justify="right" if columns[i].kind ==
+                            "number" else "left", width=widths[i],
+                            no_wrap=not _folds(columns[i], fold_text), overflow="fold")
+        console.print(head)
 
     def wrap(column: int, text: str, width: int) -> list[str]:  # only folding ones are narrow
         if columns[column].kind == "path":
@@ -384,6 +392,28 @@ def _print_laid_out(console: Console, columns: Sequence[Column], shown: list[int
     body = _lines(columns, shown, rows, widths, header=False, wrap=wrap, folds=folds)
     if body:
         console.print(_Verbatim("\n".join(body) + "\n"), soft_wrap=True)
+
+
+class _Header:
+    """A table's header line as rich's table renders it (its cells padded to their columns):
+    each cell, and the space either side of it (none at the table's edges), a segment in the
+    header's style; rich's table module is not imported for it."""
+
+    def __init__(self, cells: list[str], style: Style) -> None:
+        self.cells = cells
+        self.style = style
+
+    def __rich_console__(self, console: Console, options: object) -> Iterator[object]:
+        from rich.segment import Segment
+
+        last = len(self.cells) - 1
+        for k, cell in enumerate(self.cells):
+            if k > 0:
+                yield Segment(" ", self.style)
+            yield Segment(cell, self.style)
+            if k < last:
+                yield Segment(" ", self.style)
+        yield Segment("\n")
 
 
 class _Verbatim:
