@@ -123,8 +123,10 @@ def dumps(document: Any, *, indent: int | None = None, ascii_only: bool = False)
     form, the ASCII-escaped one, and what msgspec refuses or would write otherwise (a name
     that is not UTF-8, a key that is not a string or a number). The two agree on every type a
     document holds (the suite once ran with each document written both ways); they differ
-    only on what none does: a float key with an exponent, an infinite or NaN number
-    (msgspec writes `null`, json.dumps the non-JSON `Infinity`), dates and enums."""
+    only on what none does, where msgspec has a JSON form and json.dumps writes a `str`: a
+    plain enum (its value, not `E.A`), a set (an array, not `{1}`), bytes (base64), a date
+    (ISO `T`), a struct (an object), an infinite or NaN number (`null`, not the non-JSON
+    `NaN`), and a float key with an exponent (`1e16`, not `1e+16`)."""
     if indent is None and not ascii_only and "msgspec" in sys.modules:
         import msgspec
 
