@@ -50,6 +50,8 @@ from typing import Any, Literal
 
 import msgspec
 
+from cachedoctor.fsutil import read_all
+
 What = Literal["open file", "working directory", "root directory", "memory map"]
 
 # How a process's uses are listed: the most telling first.
@@ -355,7 +357,7 @@ def _read_stat(proc: str, pid: int) -> _ProcView | None:
     """The process `pid` from /proc/PID/stat; None if it has gone or is a kernel thread."""
     base = f"{proc}/{pid}"
     try:
-        data = _read(base + "/stat")
+        data = read_all(base + "/stat")
     except _GONE_ERRORS:
         return None
     except OSError:  # unreadable stat (should not happen; stat is world-readable)
@@ -368,19 +370,6 @@ def _read_stat(proc: str, pid: int) -> _ProcView | None:
     if int(fields[6]) & _PF_KTHREAD:
         return None
     return _ProcView(base, pid, int(fields[1]), data[data.find(b"(") + 1 : close], fields[0])
-
-
-def _read(path: str) -> bytes:
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    try:
-        chunks: list[bytes] = []
-        while True:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                return b"".join(chunks)
-            chunks.append(chunk)
-    finally:
-        os.close(fd)
 
 
 class _ProcView(ProcessView):
@@ -407,7 +396,7 @@ class _ProcView(ProcessView):
 
     def command(self) -> tuple[str, ...] | None:
         try:
-            data = _read(self._base + "/cmdline")
+            data = read_all(self._base + "/cmdline")
         except _GONE_ERRORS:
             raise Gone from None
         except OSError:
@@ -463,7 +452,7 @@ class _ProcView(ProcessView):
             finally:
                 os.close(fd_dir)
         try:
-            maps = _read(base + "/maps")
+            maps = read_all(base + "/maps")
         except PermissionError:
             denied = True
         except _GONE_ERRORS:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from cachedoctor.fsutil import read_all
 from cachedoctor.host import Host
 
 if TYPE_CHECKING:
@@ -111,21 +112,10 @@ def _untruncated(cmdline: str, comm: str) -> str:
 
 
 def _read_all(path: str) -> bytes | None:
-    """A /proc file's bytes by plain reads (a buffered file object per process was two thirds
-    of reading the process list: 1.4 ms for 73 processes, and a desktop runs hundreds)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
-    except OSError:
+        return read_all(path)
+    except OSError:  # gone since the listing, or not ours to read
         return None
-    try:
-        chunks = []
-        while chunk := os.read(fd, 4096):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def _own_pids(table: tuple[_Row, ...], candidates: list[_Row]) -> set[int]:
