@@ -6,18 +6,6 @@ import os
 import sys
 
 
-class Terminated(KeyboardInterrupt):
-    """SIGTERM or SIGHUP: handled exactly like Ctrl-C (a move in its copy phase rolls back)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _terminate(signum: int, _frame: object) -> None:
-    raise Terminated(signum)
-
-
 def run_program() -> None:
     """The console script and `python -m cachedoctor`: `main()`, then the process ends without
     the interpreter's teardown.
@@ -35,6 +23,7 @@ def run_program() -> None:
 
     if getattr(atexit, "_ncallbacks", lambda: 1)() == 0:  # CPython's count of the handlers
         atexit.register(_end_process)
+        _ENDS_PROCESS.append(True)
     try:
         main()
     except SystemExit as exc:
@@ -44,6 +33,7 @@ def run_program() -> None:
 
 
 _EXIT_CODE: list[int] = []  # set by run_program once main has ended with a code
+_ENDS_PROCESS: list[bool] = []  # set by run_program when _end_process will end the process
 
 
 def exit_status(code: object) -> int:
@@ -66,6 +56,8 @@ def _end_process() -> None:
         try:
             code = _flush_output(code)
         except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM while a full pipe held the write
+            from cachedoctor.cli.interrupts import Terminated
+
             code = 128 + exc.signum if isinstance(exc, Terminated) else 130
             _tell("\ninterrupted\n")
     finally:  # a second signal does not get past this handler either
@@ -141,22 +133,24 @@ def _main() -> None:
     quick = _quick_completion()  # read-only and quick: the default signal handling will do
     if quick is not None:
         sys.exit(quick)
-    import signal
+    from cachedoctor.cli import interrupts
 
-    for name in ("SIGTERM", "SIGHUP"):
-        if hasattr(signal, name):
-            signal.signal(getattr(signal, name), _terminate)
     try:
-        _never_crash_on_encoding()
-        code = _quick_run()
-        if code is None:
-            from cachedoctor.cli.app import run
+        try:
+            interrupts.install()
+            _never_crash_on_encoding()
+            code = _quick_run()
+            if code is None:
+                from cachedoctor.cli.app import run
 
-            collector.start_up_done()
-            code = run(keep_specs=True)
-    except KeyboardInterrupt as exc:  # during start-up, before run() handles it
+                collector.start_up_done()
+                code = run(keep_specs=True)
+        finally:
+            if _ENDS_PROCESS:  # from here on a signal stops only the flush (_end_process)
+                interrupts.exiting(interruptible=_flush_output)
+    except KeyboardInterrupt as exc:  # during start-up, before run() handles it, or just after
         sys.stderr.write("\ninterrupted\n")
-        code = 128 + exc.signum if isinstance(exc, Terminated) else 130
+        code = 128 + exc.signum if isinstance(exc, interrupts.Terminated) else 130
     sys.exit(code)
 
 

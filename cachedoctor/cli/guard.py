@@ -62,7 +62,8 @@ def guarded(call: Callable[[], int]) -> int:
 def _interrupted(exc: KeyboardInterrupt) -> int:
     """Ctrl-C, SIGTERM or SIGHUP: say so, and where any interrupted operation stands (a move in
     its copy phase has already rolled back; a later phase is left to finish or roll back)."""
-    from cachedoctor.cli import Terminated, output
+    from cachedoctor.cli import output
+    from cachedoctor.cli.interrupts import Terminated
 
     sys.stderr.write("\ninterrupted\n")
     _tell_what_is_unfinished()

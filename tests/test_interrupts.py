@@ -1,0 +1,167 @@
+"""Ctrl-C, SIGTERM and SIGHUP land where cachedoctor can say so (cli.interrupts): each script
+sends a real signal to its own process at the exact spot where Python's own handling swallows or
+garbles it, with and without cachedoctor's handling installed, so each test shows both."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import IS_LINUX
+
+pytestmark = pytest.mark.skipif(not IS_LINUX, reason="sends real POSIX signals")
+
+PRELUDE = """\
+import os, signal, sys, time
+from cachedoctor.cli import interrupts
+if sys.argv[1] == "installed":
+    interrupts.install()
+
+def wait_for_the_signal():
+    for _ in range(1000):
+        time.sleep(0.001)
+    print("never interrupted")
+"""
+
+# A module whose class body sends Ctrl-C from __set_name__, in the middle of its import: 3.11
+# wraps the exception in RuntimeError, 3.12 passes it on with the import half done.
+SLOW_MODULE = """\
+import os, signal, time
+
+class Sends:
+    def __set_name__(self, owner, name):
+        for _ in range(int(os.environ.get("PRESSES", "1"))):
+            os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.02)
+
+class Built:
+    field = Sends()
+
+done = True
+"""
+
+
+def run_script(tmp_path: Path, body: str, mode: str, **env: str) -> subprocess.CompletedProcess[str]:
+    (tmp_path / "slowmod.py").write_text(SLOW_MODULE)
+    script = PRELUDE + textwrap.dedent(body)
+    return subprocess.run([sys.executable, "-c", script, mode], capture_output=True, text=True,
+                          timeout=60, cwd=tmp_path, env={**os.environ, "PYTHONPATH": f"{tmp_path}:{os.getcwd()}",
+                                                         **env},
+                          preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+
+
+IMPORT = """\
+try:
+    import slowmod
+    print("imported", slowmod.done)
+    wait_for_the_signal()
+except KeyboardInterrupt:
+    print("interrupted")
+except BaseException as exc:
+    print("broken:", type(exc).__name__)
+"""
+
+
+def test_ctrl_c_during_an_import_is_raised_once_the_import_is_whole(tmp_path: Path) -> None:
+    done = run_script(tmp_path, IMPORT, "installed")
+    assert (done.stdout, done.stderr, done.returncode) == ("imported True\ninterrupted\n", "", 0)
+    plain = run_script(tmp_path, IMPORT, "plain")
+    assert "imported" not in plain.stdout  # Python's own handling breaks the import
+
+
+def test_ctrl_c_twice_during_an_import_interrupts_once_after_it(tmp_path: Path) -> None:
+    body = IMPORT + "time.sleep(0.1)\nprint('not interrupted again')\n"
+    done = run_script(tmp_path, body, "installed", PRESSES="2")
+    assert (done.stdout, done.stderr) == ("imported True\ninterrupted\nnot interrupted again\n", "")
+
+
+HANGING_IMPORT = """\
+import threading
+start = time.monotonic()
+open("hangs.py", "w").write(
+    "import os, signal, threading, time\\n"
+    "os.kill(os.getpid(), signal.SIGINT)\\n"
+    "threading.Timer(float(os.environ['AGAIN_AFTER']), os.kill, (os.getpid(), signal.SIGINT)).start()\\n"
+    "time.sleep(30)\\n")
+try:
+    import hangs
+    print("imported")
+except KeyboardInterrupt:
+    print("interrupted", time.monotonic() - start < 10)
+"""
+
+
+def test_ctrl_c_again_after_a_second_of_a_hanging_import_is_obeyed_at_once(tmp_path: Path) -> None:
+    done = run_script(tmp_path, HANGING_IMPORT, "installed", AGAIN_AFTER="1.2")
+    assert (done.stdout, done.stderr) == ("interrupted True\n", "")
+
+
+FINALISER = """\
+class Finalised:
+    def __del__(self):
+        os.kill(os.getpid(), signal.SIGINT)
+        self.after = True
+
+try:
+    thing = Finalised()
+    del thing
+    print("finalised")
+    wait_for_the_signal()
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+def test_ctrl_c_that_reaches_a_finaliser_is_sent_again_not_printed_and_lost(tmp_path: Path) -> None:
+    done = run_script(tmp_path, FINALISER, "installed")
+    assert (done.stdout, done.stderr) == ("finalised\ninterrupted\n", "")
+    plain = run_script(tmp_path, FINALISER, "plain")
+    assert "Exception ignored" in plain.stderr and "never interrupted" in plain.stdout
+
+
+def test_a_signal_the_parent_ignores_stays_ignored(tmp_path: Path) -> None:
+    """`nohup cachedoctor move ...`: closing the terminal must not stop the move."""
+    body = """\
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    interrupts.install()
+    print(signal.getsignal(signal.SIGHUP) is signal.SIG_IGN,
+          signal.getsignal(signal.SIGTERM) is interrupts._on_signal)
+    """
+    assert run_script(tmp_path, body, "plain").stdout == "True True\n"
+
+
+END = """\
+from cachedoctor import cli
+import atexit, threading
+
+def fake_main():
+    interrupts.install()
+    def exit_handler():  # registered after run_program's: runs before _end_process
+        os.kill(os.getpid(), signal.SIGINT)
+        if "AGAIN_AFTER" in os.environ:  # the handler hangs; the user presses Ctrl-C again
+            threading.Timer(float(os.environ["AGAIN_AFTER"]), os.kill, (os.getpid(), signal.SIGINT)).start()
+            time.sleep(30)
+        time.sleep(0.02)
+        print("exit handler done")
+    atexit.register(exit_handler)
+    print("command done")
+    interrupts.exiting(interruptible=cli._flush_output)
+    sys.exit(3)
+
+cli.main = fake_main
+cli.run_program()
+"""
+
+
+def test_once_the_command_has_ended_its_result_stands_and_a_second_signal_ends_it_now(
+        tmp_path: Path) -> None:
+    once = run_script(tmp_path, END, "plain")
+    assert (once.stdout, once.stderr, once.returncode) == ("command done\nexit handler done\n", "", 3)
+    again = run_script(tmp_path, END, "plain", AGAIN_AFTER="1.2")
+    assert (again.returncode, again.stderr) == (128 + signal.SIGINT, "")
