@@ -56,13 +56,14 @@ def run_script(tmp_path: Path, body: str, mode: str, **env: str) -> subprocess.C
                           preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
 
 
+# The interrupt may land anywhere after the import: whether the import was whole is read from
+# sys.modules (a failed import leaves no module there).
 IMPORT = """\
 try:
     import slowmod
-    print("imported", slowmod.done)
     wait_for_the_signal()
 except KeyboardInterrupt:
-    print("interrupted")
+    print("interrupted, the import whole:", getattr(sys.modules.get("slowmod"), "done", False))
 except BaseException as exc:
     print("broken:", type(exc).__name__)
 """
@@ -70,15 +71,17 @@ except BaseException as exc:
 
 def test_ctrl_c_during_an_import_is_raised_once_the_import_is_whole(tmp_path: Path) -> None:
     done = run_script(tmp_path, IMPORT, "installed")
-    assert (done.stdout, done.stderr, done.returncode) == ("imported True\ninterrupted\n", "", 0)
-    plain = run_script(tmp_path, IMPORT, "plain")
-    assert "imported" not in plain.stdout  # Python's own handling breaks the import
+    assert (done.stdout, done.stderr, done.returncode) == (
+        "interrupted, the import whole: True\n", "", 0)
+    plain = run_script(tmp_path, IMPORT, "plain")  # Python's own handling breaks the import
+    assert plain.stdout in ("broken: RuntimeError\n", "interrupted, the import whole: False\n")
 
 
 def test_ctrl_c_twice_during_an_import_interrupts_once_after_it(tmp_path: Path) -> None:
     body = IMPORT + "time.sleep(0.1)\nprint('not interrupted again')\n"
     done = run_script(tmp_path, body, "installed", PRESSES="2")
-    assert (done.stdout, done.stderr) == ("imported True\ninterrupted\nnot interrupted again\n", "")
+    assert (done.stdout, done.stderr) == (
+        "interrupted, the import whole: True\nnot interrupted again\n", "")
 
 
 HANGING_IMPORT = """\
@@ -108,10 +111,11 @@ class Finalised:
         os.kill(os.getpid(), signal.SIGINT)
         self.after = True
 
+finalised = []
 try:
     thing = Finalised()
     del thing
-    print("finalised")
+    finalised.append(True)  # (the signal may come back before or after this line)
     wait_for_the_signal()
 except KeyboardInterrupt:
     print("interrupted")
@@ -120,7 +124,7 @@ except KeyboardInterrupt:
 
 def test_ctrl_c_that_reaches_a_finaliser_is_sent_again_not_printed_and_lost(tmp_path: Path) -> None:
     done = run_script(tmp_path, FINALISER, "installed")
-    assert (done.stdout, done.stderr) == ("finalised\ninterrupted\n", "")
+    assert (done.stdout, done.stderr) == ("interrupted\n", "")
     plain = run_script(tmp_path, FINALISER, "plain")
     assert "Exception ignored" in plain.stderr and "never interrupted" in plain.stdout
 
