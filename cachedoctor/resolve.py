@@ -15,7 +15,6 @@ import contextlib
 import glob
 import ntpath
 import posixpath
-import re
 
 from cachedoctor.errors import UserInputError
 from cachedoctor.host import Host, OsName
@@ -23,8 +22,6 @@ from cachedoctor.lazyre import lazy_pattern
 
 _NAME = lazy_pattern(r"[A-Za-z_][A-Za-z0-9_]*")
 _WIN_NAME = lazy_pattern(r"[A-Za-z_][A-Za-z0-9_()]*")
-_SPECIAL = re.compile(r"[$%]")
-_GLOB_CHARS = re.compile(r"[*?\[]")
 
 
 class UnresolvedVariable(LookupError):
@@ -101,8 +98,8 @@ def _expand_variables(text: str, host: Host, trace: Trace | None = None) -> str:
             out.append(_required(win.group(), host))
             i = win.end() + 1
         else:  # plain text up to the next `$` or `%`, in one step
-            plain = _SPECIAL.search(text, i + 1)
-            stop = plain.start() if plain is not None else len(text)
+            stop = min((at for at in (text.find("$", i + 1), text.find("%", i + 1)) if at >= 0),
+                       default=len(text))
             out.append(text[i:stop])
             i = stop
     return "".join(out)
@@ -197,7 +194,7 @@ def _is_absolute(path: str, host: Host) -> bool:
 
 
 def has_glob(path: str) -> bool:
-    return bool(_GLOB_CHARS.search(path))
+    return any(char in path for char in "*?[")
 
 
 def expand_globs(path: str) -> list[str]:

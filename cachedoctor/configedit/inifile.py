@@ -19,8 +19,9 @@ import msgspec
 
 from cachedoctor.configedit.common import ConfigSyntaxError, newline_of
 from cachedoctor.configedit.formats import Format
+from cachedoctor.lazyre import lazy_pattern
 
-_SECTION = re.compile(r"^\s*\[(?P<name>[^\]]+)\]\s*(?:[#;].*)?$")
+_SECTION = lazy_pattern(r"^\s*\[(?P<name>[^\]]+)\]\s*(?:[#;].*)?$")
 
 
 class Entry(msgspec.Struct):
@@ -59,7 +60,7 @@ def parse(text: str, *, plain: bool) -> Parsed:
             entries[-1].count += 1  # continuation of a multi-line value
             entries[-1].value += "\n" + stripped
             continue
-        match = _SECTION.match(line)
+        match = _SECTION().match(line)
         if match and not plain:
             section = match.group("name").strip()
             sections.setdefault(section, index)
@@ -93,7 +94,7 @@ def check_unique(parsed: Parsed, spelling: Spelling) -> None:
     dialect) given twice makes the whole file unreadable to the tool."""
     seen_sections: set[str] = set()
     for index, raw in enumerate(parsed.lines):
-        match = _SECTION.match(_body(raw))
+        match = _SECTION().match(_body(raw))
         if match is None:
             continue
         name = match.group("name").strip()

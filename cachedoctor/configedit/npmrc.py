@@ -38,9 +38,9 @@ from cachedoctor.lazyre import lazy_pattern
 # JavaScript's String.prototype.trim (ECMA-262 WhiteSpace and LineTerminator).
 _JS_SPACE = "\t\n\v\f\r \u00a0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008" \
             "\u2009\u200a\u2028\u2029\u202f\u205f\u3000\ufeff"
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
-_SECTION = re.compile(rf"^\[([^\]]*)\][{_JS_SPACE}]*$")
-_COMMENT = re.compile(rf"^[{_JS_SPACE}]*(?:[;#]|$)")
+_LINE = lazy_pattern(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+$")
+_SECTION = lazy_pattern(rf"^\[([^\]]*)\][{_JS_SPACE}]*$")
+_COMMENT = lazy_pattern(rf"^[{_JS_SPACE}]*(?:[;#]|$)")
 _ENV_EXPR = lazy_pattern(r"(?<!\\)(\\*)\$\{([^${}?]+)(\?)?\}")  # env-replace.js, verbatim
 _ENV_LIKE = lazy_pattern(r"(\\*)(\$\{[^${}?]+\??\})")
 _ABSENT: Any = object()
@@ -117,7 +117,7 @@ class Parsed(msgspec.Struct):
 
 def split_lines(text: str) -> list[str]:
     """Lines with their line ends, split only where `ini` splits them (CR, LF)."""
-    return _LINE.findall(text)
+    return _LINE().findall(text)
 
 
 def _body(line: str) -> str:
@@ -131,9 +131,9 @@ def parse(text: str) -> Parsed:
     first_section: int | None = None
     for index, raw in enumerate(lines):
         line = _body(raw)
-        if _COMMENT.match(line):
+        if _COMMENT().match(line):
             continue
-        header = _SECTION.match(line)
+        header = _SECTION().match(line)
         if header:
             section = str(unsafe(header.group(1)))
             first_section = index if first_section is None else first_section
