@@ -149,11 +149,13 @@ def fake_main():
     def exit_handler():  # registered after run_program's: runs before _end_process
         os.kill(os.getpid(), signal.SIGINT)
         if "AGAIN_AFTER" in os.environ:  # the handler hangs; the user presses Ctrl-C again
-            threading.Timer(float(os.environ["AGAIN_AFTER"]), os.kill, (os.getpid(), signal.SIGINT)).start()
             time.sleep(30)
         time.sleep(0.02)
         print("exit handler done")
     atexit.register(exit_handler)
+    if "AGAIN_AFTER" in os.environ:  # started now: 3.12 starts no thread at shutdown
+        threading.Thread(target=lambda: (time.sleep(float(os.environ["AGAIN_AFTER"])),
+                                         os.kill(os.getpid(), signal.SIGINT)), daemon=True).start()
     print("command done")
     interrupts.exiting(interruptible=cli._flush_output)
     sys.exit(3)
@@ -167,5 +169,41 @@ def test_once_the_command_has_ended_its_result_stands_and_a_second_signal_ends_i
         tmp_path: Path) -> None:
     once = run_script(tmp_path, END, "plain")
     assert (once.stdout, once.stderr, once.returncode) == ("command done\nexit handler done\n", "", 3)
-    again = run_script(tmp_path, END, "plain", AGAIN_AFTER="1.2")
+    again = run_script(tmp_path, END, "plain", AGAIN_AFTER="1.4")
     assert (again.returncode, again.stderr) == (128 + signal.SIGINT, "")
+
+
+SWALLOWED = """\
+import typing
+from typing import Annotated
+import msgspec
+from cachedoctor.holdsignals import holds_signals
+from cachedoctor.profiles.validation import _convert_leaf
+
+plain_hash = typing._AnnotatedAlias.__hash__
+def hash_with_ctrl_c(self):  # Ctrl-C while msgspec hashes the annotation it converts to
+    os.kill(os.getpid(), signal.SIGINT)
+    return plain_hash(self)
+typing._AnnotatedAlias.__hash__ = hash_with_ctrl_c
+converted = []
+
+@holds_signals  # (so the signal cannot come back between the conversion and its record)
+def convert():
+    converted.append(_convert_leaf("5", Annotated[int, msgspec.Meta(ge=0)], (), []))
+
+try:
+    convert()
+    wait_for_the_signal()
+except KeyboardInterrupt:
+    print("interrupted after converting", converted)
+"""
+
+
+def test_ctrl_c_that_a_library_would_swallow_is_held_until_the_function_returns(
+        tmp_path: Path) -> None:
+    """msgspec.convert discards an exception raised while it hashes a typing annotation: in a
+    `holds_signals` function (profile validation's) the signal waits for the function."""
+    done = run_script(tmp_path, SWALLOWED, "installed")
+    assert (done.stdout, done.stderr) == ("interrupted after converting [5]\n", "")
+    plain = run_script(tmp_path, SWALLOWED, "plain")
+    assert "never interrupted" in plain.stdout  # lost

@@ -21,9 +21,9 @@ def run_program() -> None:
     embedding it."""
     import atexit
 
+    _AS_PROGRAM.append(True)
     if getattr(atexit, "_ncallbacks", lambda: 1)() == 0:  # CPython's count of the handlers
         atexit.register(_end_process)
-        _ENDS_PROCESS.append(True)
     try:
         main()
     except SystemExit as exc:
@@ -33,7 +33,7 @@ def run_program() -> None:
 
 
 _EXIT_CODE: list[int] = []  # set by run_program once main has ended with a code
-_ENDS_PROCESS: list[bool] = []  # set by run_program when _end_process will end the process
+_AS_PROGRAM: list[bool] = []  # set by run_program: the process ends when main does
 
 
 def exit_status(code: object) -> int:
@@ -146,7 +146,7 @@ def _main() -> None:
                 collector.start_up_done()
                 code = run(keep_specs=True)
         finally:
-            if _ENDS_PROCESS:  # from here on a signal stops only the flush (_end_process)
+            if _AS_PROGRAM:  # from here on a signal stops only the flush (_end_process)
                 interrupts.exiting(interruptible=_flush_output)
     except KeyboardInterrupt as exc:  # during start-up, before run() handles it, or just after
         sys.stderr.write("\ninterrupted\n")

@@ -13,8 +13,9 @@ on 3.11, about one Ctrl-C in 300 during start-up landed where that goes wrong:
 
 So the handler looks before it raises. During an import, a signal is held back and a short-lived
 thread sends it to the main thread again as soon as the import is over (an import takes
-milliseconds); one that reached a finaliser anyway (`sys.unraisablehook`) is sent again the same
-way. Once the command has ended and the process is exiting, its result stands: a signal only
+milliseconds); the same inside a function marked `holds_signals` (cachedoctor/holdsignals.py:
+a library it calls would swallow the exception); one that reached a finaliser anyway
+(`sys.unraisablehook`) is sent again the same way. Once the command has ended and the process is exiting, its result stands: a signal only
 interrupts the flush of the output (a full pipe can block it), where the exit handler catches it.
 A second signal while the first is held back joins it, unless the first has waited over a
 second (an import or exit handler that hangs): then it is obeyed at once, so a user who insists
@@ -31,6 +32,8 @@ import sys
 import time
 from collections.abc import Callable
 from types import CodeType, FrameType
+
+from cachedoctor.holdsignals import HOLDING
 
 _STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 _IMPORT_SYSTEM = frozenset({"_frozen_importlib", "_frozen_importlib_external",
@@ -50,7 +53,7 @@ class Terminated(KeyboardInterrupt):
 class _State:
     def __init__(self) -> None:
         self.main_thread = 0
-        self.held: list[int] = []  # the signal held back, until it is sent again or obeyed
+        self.held: list[int] = []  # the signal held back: a new list per hold (its thread's token)
         self.held_since = 0.0  # (time.monotonic)
         self.exiting: CodeType | None = None  # once the command has ended: what a signal may stop
         self.earlier_hook: Callable[[sys.UnraisableHookArgs], object] = sys.__unraisablehook__
@@ -84,7 +87,7 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
     if _STATE.held:
         if time.monotonic() - _STATE.held_since < _INSISTED_AFTER:
             return  # joins the one held back
-        _STATE.held.clear()
+        _STATE.held = []  # its thread, if any, sends nothing
         if _STATE.exiting is not None:  # a hung thread or exit handler: end now, unflushed
             os._exit(128 + signum)
         raise _interruption(signum)
@@ -93,8 +96,7 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
             raise _interruption(signum)
         _hold(signum, send_again=False)  # the command's result stands
         return
-    if _importing(frame):
-        _hold(signum)
+    if _unsafe(frame) and _hold(signum):
         return
     raise _interruption(signum)
 
@@ -109,29 +111,37 @@ def _on_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
     _STATE.earlier_hook(unraisable)
 
 
-def _hold(signum: int, send_again: bool = True) -> None:
+def _hold(signum: int, send_again: bool = True) -> bool:
+    """Hold `signum` back (and start the thread that sends it again): False where no thread
+    can be started (3.12+ refuses one at interpreter shutdown), for the caller to act now."""
     if _STATE.held:
-        return
-    _STATE.held.append(signum)
-    _STATE.held_since = time.monotonic()
+        return True
+    held = [signum]
+    _STATE.held, _STATE.held_since = held, time.monotonic()  # before the thread looks
     if send_again:
-        _thread.start_new_thread(_send_again_when_safe, (signum,))
+        try:
+            _thread.start_new_thread(_send_again_when_safe, (signum, held))
+        except RuntimeError:
+            _STATE.held = []
+            return False
+    return True
 
 
-def _send_again_when_safe(signum: int) -> None:
-    """In a thread of its own: once the main thread is out of the import or finaliser, send it
-    the held signal again (a real signal where the OS has `pthread_kill`, so a blocking call
-    returns at once)."""
-    while _STATE.held:
+def _send_again_when_safe(signum: int, held: list[int]) -> None:
+    """In a thread of its own: once the main thread is out of the import, finaliser or
+    `holds_signals` function, send it the held signal again (a real signal where the OS has
+    `pthread_kill`, so a blocking call returns at once). `held` is this hold's own list: once
+    it is no longer the state's, the signal was obeyed otherwise and this thread ends."""
+    while _STATE.held is held:
         time.sleep(_RESEND_EVERY)
         frame = sys._current_frames().get(_STATE.main_thread)
         if frame is None:  # the main thread has ended
             return
-        if not _importing(frame) and not _in(frame, _on_unraisable.__code__):
+        if not _unsafe(frame):
             break
-    if not _STATE.held:  # obeyed already, by a second signal
+    if _STATE.held is not held:  # obeyed already, by a second signal
         return
-    _STATE.held.clear()
+    _STATE.held = []
     send = getattr(signal, "pthread_kill", None)
     if send is not None:
         send(_STATE.main_thread, signum)
@@ -139,11 +149,14 @@ def _send_again_when_safe(signum: int) -> None:
         _thread.interrupt_main(signal.Signals(signum))
 
 
-def _importing(frame: FrameType | None) -> bool:
-    """Whether the import system is on the stack: a module is being imported, or an import is
-    being finished."""
+def _unsafe(frame: FrameType | None) -> bool:
+    """Whether an exception raised here could be lost or garbled: the import system is on the
+    stack (a module is being imported, or an import finished), or this module's own hook, or a
+    function marked `holds_signals`."""
     while frame is not None:
-        if frame.f_globals.get("__name__") in _IMPORT_SYSTEM:
+        code = frame.f_code
+        if code in HOLDING or code is _on_unraisable.__code__ or \
+                frame.f_globals.get("__name__") in _IMPORT_SYSTEM:
             return True
         frame = frame.f_back
     return False

@@ -19,6 +19,7 @@ from typing import Annotated, Any, Literal, TypeVar, Union, get_args, get_origin
 import msgspec
 
 from cachedoctor.errors import CachedoctorError
+from cachedoctor.holdsignals import holds_signals
 from cachedoctor.profiles.base import FieldProblem
 
 T = TypeVar("T")
@@ -124,6 +125,7 @@ def _convert_struct(value: Any, struct: type[Any], path: DataPath, problems: lis
     return instance
 
 
+@holds_signals  # msgspec.convert swallows an exception raised in a typing annotation's hash
 def _convert_leaf(value: Any, annotation: Any, path: DataPath, problems: list[Problem]) -> Any:
     """`value` as msgspec converts it to `annotation` (its structs, if any, already are), or
     _FAILED with msgspec's problem at its path."""
