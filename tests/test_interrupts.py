@@ -207,3 +207,21 @@ def test_ctrl_c_that_a_library_would_swallow_is_held_until_the_function_returns(
     assert (done.stdout, done.stderr) == ("interrupted after converting [5]\n", "")
     plain = run_script(tmp_path, SWALLOWED, "plain")
     assert "never interrupted" in plain.stdout  # lost
+
+
+LATE_IMPORT = """\
+open("late.py", "w").write("import os, signal\\nos.kill(os.getpid(), signal.SIGINT)\\n")
+try:
+    try:
+        import late  # the command's last import: Ctrl-C held back, and the command ends now
+    finally:
+        interrupts.exiting(interruptible=wait_for_the_signal)
+    print("ended as if never interrupted")
+except KeyboardInterrupt:
+    print("interrupted", "late" in sys.modules)
+"""
+
+
+def test_ctrl_c_held_back_when_the_command_ends_is_raised_then_not_dropped(tmp_path: Path) -> None:
+    done = run_script(tmp_path, LATE_IMPORT, "installed")
+    assert (done.stdout, done.stderr) == ("interrupted True\n", "")

@@ -13,14 +13,16 @@ on 3.11, about one Ctrl-C in 300 during start-up landed where that goes wrong:
 
 So the handler looks before it raises. During an import, a signal is held back and a short-lived
 thread sends it to the main thread again as soon as the import is over (an import takes
-milliseconds); the same inside a function marked `holds_signals` (cachedoctor/holdsignals.py:
-a library it calls would swallow the exception); one that reached a finaliser anyway
-(`sys.unraisablehook`) is sent again the same way. Once the command has ended and the process is exiting, its result stands: a signal only
-interrupts the flush of the output (a full pipe can block it), where the exit handler catches it.
-A second signal while the first is held back joins it, unless the first has waited over a
-second (an import or exit handler that hangs): then it is obeyed at once, so a user who insists
-is never ignored. A signal the parent process set to be ignored (`nohup`, a background job)
-stays ignored.
+milliseconds); the same inside a function marked `holds_signals` (cachedoctor/holdsignals.py: a
+library it calls would swallow the exception); one that reached a finaliser anyway
+(`sys.unraisablehook`) is sent again the same way. Once the command has ended and the process is
+exiting, its result stands: a signal only interrupts the flush of the output (a full pipe can
+block it), where the exit handler catches it (one held back from the command is raised as the
+command ends).
+A second signal while the first is held back joins it, unless the first has waited over a second
+(an import or exit handler that hangs): then it is obeyed at once, so a user who insists is
+never ignored. A signal the parent process set to be ignored (`nohup`, a background job) stays
+ignored.
 """
 
 from __future__ import annotations
@@ -75,8 +77,14 @@ def install() -> None:
 
 
 def exiting(interruptible: Callable[..., object]) -> None:
-    """The command has ended: from now on a signal interrupts only `interruptible` (the flush)."""
+    """The command has ended: from now on a signal interrupts only `interruptible` (the flush).
+    One still held back from the command (it came during an import near its end, and the
+    command ended before it was sent again: 2 Ctrl-Cs in 100 at random moments of
+    `profiles list`) is raised here, as it would have been without the hold."""
+    held, _STATE.held = _STATE.held, []  # (its thread sends nothing)
     _STATE.exiting = interruptible.__code__
+    if held:
+        raise _interruption(held[0])
 
 
 def _interruption(signum: int) -> KeyboardInterrupt:
