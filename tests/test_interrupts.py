@@ -225,3 +225,14 @@ except KeyboardInterrupt:
 def test_ctrl_c_held_back_when_the_command_ends_is_raised_then_not_dropped(tmp_path: Path) -> None:
     done = run_script(tmp_path, LATE_IMPORT, "installed")
     assert (done.stdout, done.stderr) == ("interrupted True\n", "")
+
+
+def test_ctrl_c_in_a_finaliser_when_no_thread_can_start_is_reported_not_swallowed(
+        tmp_path: Path) -> None:
+    """3.12+ starts no thread at interpreter shutdown (nor does any Python when resources run
+    out): the finaliser's interruption then goes to the earlier hook, as it did before."""
+    body = "import _thread\n" \
+           "def refuse(*args): raise RuntimeError(\"can't start new thread\")\n" \
+           "_thread.start_new_thread = refuse\n" + FINALISER
+    done = run_script(tmp_path, body, "installed")
+    assert "Exception ignored" in done.stderr and "KeyboardInterrupt" in done.stderr

@@ -146,7 +146,7 @@ def _main() -> None:
                 collector.start_up_done()
                 code = run(keep_specs=True)
         finally:
-            if _AS_PROGRAM:  # from here on a signal stops only the flush (_end_process)
+            if _AS_PROGRAM:  # from here on a signal stops only _end_process's flush, if any
                 interrupts.exiting(interruptible=_flush_output)
     except KeyboardInterrupt as exc:  # during start-up, before run() handles it, or just after
         sys.stderr.write("\ninterrupted\n")

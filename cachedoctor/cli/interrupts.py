@@ -114,9 +114,9 @@ def _on_unraisable(unraisable: sys.UnraisableHookArgs) -> None:
     exc = unraisable.exc_value
     if isinstance(exc, KeyboardInterrupt):
         signum = exc.signum if isinstance(exc, Terminated) else signal.SIGINT
-        _hold(signum, send_again=_STATE.exiting is None)  # (exiting: the result stands)
-        return
-    _STATE.earlier_hook(unraisable)
+        if _hold(signum, send_again=_STATE.exiting is None):  # (exiting: the result stands)
+            return
+    _STATE.earlier_hook(unraisable)  # (also a signal no thread could be started to send again)
 
 
 def _hold(signum: int, send_again: bool = True) -> bool:
