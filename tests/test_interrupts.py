@@ -77,6 +77,16 @@ def test_ctrl_c_during_an_import_is_raised_once_the_import_is_whole(tmp_path: Pa
     assert plain.stdout in ("broken: RuntimeError\n", "interrupted, the import whole: False\n")
 
 
+def test_without_pthread_kill_as_on_windows_the_held_ctrl_c_is_simulated_instead(
+        tmp_path: Path) -> None:
+    """Windows has no `signal.pthread_kill` ("Availability: Unix", Python docs); the held
+    signal is then re-sent by `_thread.interrupt_main(signum)`, which "simulates the effect of
+    the signal arriving in the main thread" (Python docs, 3.10+): the same import, that way."""
+    body = "del signal.pthread_kill\n" + IMPORT
+    done = run_script(tmp_path, body, "installed")
+    assert (done.stdout, done.stderr) == ("interrupted, the import whole: True\n", "")
+
+
 def test_ctrl_c_twice_during_an_import_interrupts_once_after_it(tmp_path: Path) -> None:
     body = IMPORT + "time.sleep(0.1)\nprint('not interrupted again')\n"
     done = run_script(tmp_path, body, "installed", PRESSES="2")

@@ -32,7 +32,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from types import CodeType, FrameType
 
 from cachedoctor.holdsignals import HOLDING
@@ -79,7 +79,7 @@ def install() -> None:
 def exiting(interruptible: Callable[..., object]) -> None:
     """The command has ended: from now on a signal interrupts only `interruptible` (the flush).
     One still held back from the command (it came during an import near its end, and the
-    command ended before it was sent again: 2 Ctrl-Cs in 100 at random moments of
+    command ended before it was sent again: about 1 Ctrl-C in 100 at random moments of
     `profiles list`) is raised here, as it would have been without the hold."""
     held, _STATE.held = _STATE.held, []  # (its thread sends nothing)
     _STATE.exiting = interruptible.__code__
@@ -100,7 +100,8 @@ def _on_signal(signum: int, frame: FrameType | None) -> None:
             os._exit(128 + signum)
         raise _interruption(signum)
     if _STATE.exiting is not None:
-        if _in(frame, _STATE.exiting):
+        exiting = _STATE.exiting
+        if any(f.f_code is exiting for f in _stack(frame)):
             raise _interruption(signum)
         _hold(signum, send_again=False)  # the command's result stands
         return
@@ -161,20 +162,15 @@ def _unsafe(frame: FrameType | None) -> bool:
     """Whether an exception raised here could be lost or garbled: the import system is on the
     stack (a module is being imported, or an import finished), or this module's own hook, or a
     function marked `holds_signals`."""
-    while frame is not None:
-        code = frame.f_code
-        if code in HOLDING or code is _on_unraisable.__code__ or \
-                frame.f_globals.get("__name__") in _IMPORT_SYSTEM:
-            return True
-        frame = frame.f_back
-    return False
+    hook = _on_unraisable.__code__
+    return any(f.f_code in HOLDING or f.f_code is hook
+               or f.f_globals.get("__name__") in _IMPORT_SYSTEM for f in _stack(frame))
 
 
-def _in(frame: FrameType | None, code: CodeType) -> bool:
+def _stack(frame: FrameType | None) -> Iterator[FrameType]:
+    """`frame` and every frame that called it."""
     while frame is not None:
-        if frame.f_code is code:
-            return True
+        yield frame
         frame = frame.f_back
-    return False
 
 

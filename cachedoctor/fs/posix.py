@@ -220,7 +220,8 @@ class LinuxOps(PosixOps):
 
     def folder_counter(self) -> FolderCounter | None:
         """`_native.count_folder` where the wheel was built with it (hatch_build.py); it lists
-        with readdir and stats with fstatat, as `os.listdir(fd)` and `os.lstat` do here."""
+        with getdents64 and stats with fstatat: the names `os.listdir(fd)` gives, the stats
+        `os.lstat` gives."""
         native = _native_module()
         return native.count_folder if native is not None else None
 
