@@ -18,9 +18,13 @@ def run_program() -> None:
     and ends the process with main's status. Where a handler was registered before it (a
     `sitecustomize`, a `.pth` hook such as coverage's), or `main` raises anything but
     SystemExit, the teardown runs as always. `main` itself exits normally, for a caller
-    embedding it."""
+    embedding it. The modules libraries import but a command rarely uses load when first
+    used (`cli.deferred`), for this process only."""
     import atexit
 
+    from cachedoctor.cli import deferred
+
+    deferred.install()
     _AS_PROGRAM.append(True)
     if getattr(atexit, "_ncallbacks", lambda: 1)() == 0:  # CPython's count of the handlers
         atexit.register(_end_process)

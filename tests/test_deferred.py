@@ -1,0 +1,162 @@
+"""The program defers the modules a library imports but a hot command does not use
+(cli.deferred): each script runs in a process of its own, since the deferral is for the whole
+process, and reads what `sys.modules` holds before and after a module is used."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import IS_LINUX
+
+PRELUDE = """\
+import importlib.util, json, sys
+from cachedoctor.cli import deferred
+
+def state(name):
+    module = sys.modules.get(name)
+    if module is None:
+        return "absent"
+    return "deferred" if isinstance(module, importlib.util._LazyModule) else "loaded"
+"""
+
+
+def run(tmp_path: Path, body: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", PRELUDE + textwrap.dedent(body)],
+                          capture_output=True, text=True, timeout=60, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": f"{tmp_path}:{os.getcwd()}", **env})
+
+
+def test_msgspec_s_codecs_load_on_first_use_and_work_as_before(tmp_path: Path) -> None:
+    done = run(tmp_path, """\
+        deferred.install()
+        import msgspec
+        before = {name: state(name) for name in sorted(deferred.DEFERRED) if name.startswith("msgspec")}
+        encoded = msgspec.json.encode({"a": [1, 2]})  # the first attribute read loads it
+        from msgspec.yaml import decode  # a from-import of a still deferred one loads it too
+        import msgspec.toml
+        print(json.dumps({"before": before, "json": state("msgspec.json"),
+                          "yaml": state("msgspec.yaml"), "toml": state("msgspec.toml"),
+                          "inspect": state("msgspec.inspect"),
+                          "round trip": msgspec.json.decode(encoded), "core": state("msgspec._core"),
+                          "same": msgspec.json is sys.modules["msgspec.json"]}))
+    """)
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout)
+    assert set(seen["before"].values()) == {"deferred"}
+    # `import msgspec.toml` reads the module's spec, which loads it: what the import promises
+    assert (seen["json"], seen["yaml"], seen["toml"], seen["inspect"]) == (
+        "loaded", "loaded", "loaded", "deferred")
+    assert seen["round trip"] == {"a": [1, 2]}
+    assert seen["core"] == "loaded" and seen["same"] is True
+
+
+def test_only_the_named_modules_are_deferred_and_a_caller_that_embeds_us_defers_none(
+        tmp_path: Path) -> None:
+    done = run(tmp_path, """\
+        import msgspec  # before install: the embedding caller's imports are untouched
+        first = state("msgspec.json")
+        deferred.install()
+        deferred.install()  # once per process
+        import textwrap, ipaddress
+        print(json.dumps([first, state("textwrap"), state("ipaddress"),
+                          sys.meta_path.count(deferred.DeferringFinder)]))
+    """)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == ["loaded", "loaded", "deferred", 1]
+
+
+def test_a_missing_module_fails_where_it_is_imported_as_before(tmp_path: Path) -> None:
+    done = run(tmp_path, """\
+        deferred.DEFERRED = frozenset({"no_such_module_here"})
+        deferred.install()
+        try:
+            import no_such_module_here
+        except ModuleNotFoundError as exc:
+            print("not found:", exc.name)
+    """)
+    assert (done.stdout, done.returncode) == ("not found: no_such_module_here\n", 0), done.stderr
+
+
+def test_an_error_in_a_deferred_module_surfaces_at_first_use(tmp_path: Path) -> None:
+    (tmp_path / "breaks.py").write_text("raise ValueError('broken on load')\n")
+    done = run(tmp_path, """\
+        deferred.DEFERRED = frozenset({"breaks"})
+        deferred.install()
+        import breaks
+        print("imported")
+        try:
+            breaks.anything
+        except ValueError as exc:
+            print("at first use:", exc)
+    """)
+    assert (done.stdout, done.returncode) == ("imported\nat first use: broken on load\n", 0), done.stderr
+
+
+@pytest.mark.skipif(not IS_LINUX, reason="sends a real POSIX signal")
+def test_ctrl_c_while_a_deferred_module_loads_is_raised_once_it_is_whole(tmp_path: Path) -> None:
+    """The load runs inside an attribute read (importlib.util): the signal is held back there,
+    as during any import (cli.interrupts), and the module is complete when it arrives."""
+    (tmp_path / "sendsint.py").write_text(textwrap.dedent("""\
+        import os, signal, time
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.02)
+        done = True
+    """))
+    done = run(tmp_path, """\
+        import time
+        from cachedoctor.cli import interrupts
+        deferred.DEFERRED = frozenset({"sendsint"})
+        deferred.install()
+        interrupts.install()
+        import sendsint
+        try:
+            sendsint.done
+            for _ in range(1000):
+                time.sleep(0.001)
+            print("never interrupted")
+        except KeyboardInterrupt:
+            print("interrupted, the module whole:", sys.modules["sendsint"].__dict__.get("done"))
+    """)
+    assert (done.stdout, done.stderr, done.returncode) == (
+        "interrupted, the module whole: True\n", "", 0)
+
+
+def test_the_program_defers_them_and_its_commands_still_answer(tmp_path: Path) -> None:
+    """`python -m cachedoctor` is the program (`run_program`): a hot command leaves msgspec's
+    unused codecs unloaded, and one that writes JSON loads the JSON codec and answers."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {key: value for key, value in os.environ.items()
+           if not key.startswith(("XDG_", "CACHEDOCTOR_"))}
+    env.update(HOME=str(home), CACHEDOCTOR_NO_SHELL="1", PYTHONPATH=os.getcwd())
+    report = tmp_path / "report.py"
+    report.write_text(textwrap.dedent("""\
+        import atexit, importlib.util, json, os, sys
+        from cachedoctor.cli import run_program
+        def report():
+            states = {name: "deferred" if isinstance(sys.modules.get(name), importlib.util._LazyModule)
+                      else "loaded" if name in sys.modules else "absent"
+                      for name in ("msgspec.inspect", "msgspec.json", "msgspec.msgpack")}
+            os.write(2, ("\\n" + json.dumps(states)).encode())
+        atexit.register(report)
+        sys.argv[0] = "cachedoctor"
+        run_program()
+    """))
+    for args, json_state in ((["profiles", "list"], "deferred"), (["scan", "--json"], "loaded")):
+        done = subprocess.run([sys.executable, str(report), *args], capture_output=True,
+                              text=True, timeout=120, env=env, cwd=tmp_path,
+                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        assert done.returncode == 0, done.stderr
+        assert json.loads(done.stderr.splitlines()[-1]) == {
+            "msgspec.inspect": "deferred", "msgspec.json": json_state, "msgspec.msgpack": "deferred"}
+        if json_state == "loaded":
+            envelope = json.loads(done.stdout)
+            assert (envelope["schema"], envelope["ok"]) == ("cachedoctor.scan/1", True)
