@@ -73,6 +73,19 @@ def test_a_scan_with_nothing_relocated_reads_no_journal(isolated_home: Path) -> 
     assert "relocations.json" in shown and "damaged" in shown
 
 
+def test_reading_start_up_files_loads_neither_the_env_writer_nor_a_shell_quoter(
+        isolated_home: Path) -> None:
+    """Every command reads the start-up files (locate.shellenv, with the block's markers);
+    writing the block (envvars) and asking the login shell (shlex) load their code only when
+    they are done."""
+    (isolated_home / ".profile").write_text(
+        "# >>> cachedoctor >>>\nexport HF_HOME=/srv/hf\n# <<< cachedoctor <<<\n")
+    imported_after("scan")  # the first run in a home remembers the command's spec, with typer
+    modules = imported_after("scan")
+    assert "typer" not in modules and "cachedoctor.locate.shellenv" in modules
+    assert {"cachedoctor.envvars", "cachedoctor.envvars.posix", "shlex"} & modules == set()
+
+
 def test_a_piped_table_builds_no_rich_table() -> None:
     modules = imported_after("profiles", "list")
     assert "rich.table" not in modules and "rich.text" not in modules

@@ -17,13 +17,12 @@ import msgspec
 
 from cachedoctor.host import Host
 from cachedoctor.lazyre import lazy_pattern
+from cachedoctor.locate.shellenv import BEGIN, END, later_assignments
 
 if TYPE_CHECKING:
     from cachedoctor.locate.files import FileView
     from cachedoctor.locate.shellenv import Assignment
 
-BEGIN = "# >>> cachedoctor >>>"
-END = "# <<< cachedoctor <<<"
 NOTE = "# Managed by cachedoctor (`cachedoctor env set/unset`); edits inside this block are replaced."
 
 SHELL_FILES = (".profile", ".bash_profile", ".bash_login", ".bashrc", ".zshenv", ".zshrc")
@@ -273,7 +272,6 @@ def overridden_by(values: Mapping[str, str], host: Host, files: FileView
     change is planned in) with the planned block written in."""
     from cachedoctor.locate.files import OverlayFiles
     from cachedoctor.locate.loginshell import session_of
-    from cachedoctor.locate.shellenv import later_assignments
 
     planned = plan(values, host, lambda path: files.read_text(str(path)))
     after = OverlayFiles(files, {str(p.path): p.after for p in planned if p.changed})

@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
-import shlex
 import signal
 import sys
 import time
@@ -204,7 +203,7 @@ def run(shell: str, env: dict[str, str], *, timeout: float | None = None
         return None, f"{shell} is not a shell cachedoctor knows"
     if not sys.executable:
         return None, "no Python interpreter to print the environment with"
-    import secrets  # these only when the shell is asked, not for a cached answer
+    import secrets  # these (and shlex below) only when the shell is asked, not for a cached answer
     import subprocess
     import tempfile
 
@@ -214,6 +213,8 @@ def run(shell: str, env: dict[str, str], *, timeout: float | None = None
 
         command = f"exec {fish_quote(sys.executable)} -I -S -c {fish_quote(_PROBE)} {marker}"
     else:
+        import shlex
+
         command = f"exec {shlex.quote(sys.executable)} -I -S -c {shlex.quote(_PROBE)} {marker}"
     home = env.get("HOME", "/")
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:

@@ -26,9 +26,14 @@ from collections.abc import Callable, Collection, Mapping
 
 import msgspec
 
-from cachedoctor.envvars.posix import BEGIN, END
 from cachedoctor.lazyre import lazy_pattern
 from cachedoctor.locate.files import FileView
+
+# The lines that open and close cachedoctor's own block in a start-up file: written by
+# `cachedoctor env` (cachedoctor.envvars.posix), read here. Defined by the reader, so that
+# reading start-up files, which every command does, does not load the writer.
+BEGIN = "# >>> cachedoctor >>>"
+END = "# <<< cachedoctor <<<"
 
 _NAME = r"[A-Za-z_][A-Za-z0-9_]*"
 _NAME_RE = lazy_pattern(rf"^{_NAME}$")
