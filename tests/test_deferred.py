@@ -130,8 +130,9 @@ def test_ctrl_c_while_a_deferred_module_loads_is_raised_once_it_is_whole(tmp_pat
 
 
 def test_the_program_defers_them_and_its_commands_still_answer(tmp_path: Path) -> None:
-    """`python -m cachedoctor` is the program (`run_program`): a hot command leaves msgspec's
-    unused codecs unloaded, and one that writes JSON loads the JSON codec and answers."""
+    """`run_program` is the program: a hot command leaves msgspec's unused codecs unloaded, one
+    that writes JSON loads the JSON codec and answers, and `--version` loads neither msgspec
+    nor the deferring finder."""
     home = tmp_path / "home"
     home.mkdir()
     env = {key: value for key, value in os.environ.items()
@@ -144,19 +145,23 @@ def test_the_program_defers_them_and_its_commands_still_answer(tmp_path: Path) -
         def report():
             states = {name: "deferred" if isinstance(sys.modules.get(name), importlib.util._LazyModule)
                       else "loaded" if name in sys.modules else "absent"
-                      for name in ("msgspec.inspect", "msgspec.json", "msgspec.msgpack")}
+                      for name in ("msgspec.inspect", "msgspec.json", "msgspec.msgpack",
+                                   "cachedoctor.cli.deferred")}
             os.write(2, ("\\n" + json.dumps(states)).encode())
         atexit.register(report)
         sys.argv[0] = "cachedoctor"
         run_program()
     """))
-    for args, json_state in ((["profiles", "list"], "deferred"), (["scan", "--json"], "loaded")):
+    for args, json_state in ((["profiles", "list"], "deferred"), (["scan", "--json"], "loaded"),
+                             (["--version"], "absent")):  # answered before anything is deferred
         done = subprocess.run([sys.executable, str(report), *args], capture_output=True,
                               text=True, timeout=120, env=env, cwd=tmp_path,
                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         assert done.returncode == 0, done.stderr
+        others = "absent" if json_state == "absent" else "deferred"
         assert json.loads(done.stderr.splitlines()[-1]) == {
-            "msgspec.inspect": "deferred", "msgspec.json": json_state, "msgspec.msgpack": "deferred"}
+            "msgspec.inspect": others, "msgspec.json": json_state, "msgspec.msgpack": others,
+            "cachedoctor.cli.deferred": "absent" if json_state == "absent" else "loaded"}
         if json_state == "loaded":
             envelope = json.loads(done.stdout)
             assert (envelope["schema"], envelope["ok"]) == ("cachedoctor.scan/1", True)

@@ -22,9 +22,6 @@ def run_program() -> None:
     used (`cli.deferred`), for this process only."""
     import atexit
 
-    from cachedoctor.cli import deferred
-
-    deferred.install()
     _AS_PROGRAM.append(True)
     if getattr(atexit, "_ncallbacks", lambda: 1)() == 0:  # CPython's count of the handlers
         atexit.register(_end_process)
@@ -137,6 +134,10 @@ def _main() -> None:
     quick = _quick_completion()  # read-only and quick: the default signal handling will do
     if quick is not None:
         sys.exit(quick)
+    if _AS_PROGRAM:  # (after the answers above, which load no such library)
+        from cachedoctor.cli import deferred
+
+        deferred.install()
     from cachedoctor.cli import interrupts
 
     try:
