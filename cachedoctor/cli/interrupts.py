@@ -40,7 +40,7 @@ from cachedoctor.holdsignals import HOLDING
 _STOP_SIGNALS = ("SIGINT", "SIGTERM", "SIGHUP")
 _IMPORT_SYSTEM = frozenset({"_frozen_importlib", "_frozen_importlib_external",
                             "importlib._bootstrap", "importlib._bootstrap_external",
-                            "importlib.util"})  # (LazyLoader's first attribute read: cli.deferred)
+                            "cachedoctor.cli.deferred"})  # (a deferred module's first read)
 _RESEND_EVERY = 0.001  # seconds between two looks at the main thread
 _INSISTED_AFTER = 1.0  # seconds a signal is held back before another one is obeyed at once
 
