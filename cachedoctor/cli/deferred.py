@@ -9,12 +9,19 @@ thirteenth round). Each module named here is still found at once (a missing one 
 import where it is written, as before) but executed only when one of its attributes is first
 read.
 
-This is the importlib documentation's lazy-import recipe, with two differences from the
-standard library's `importlib.util.LazyLoader`, which it replaces: the first read takes a lock,
-so two threads reading at once wait for one load (the standard one has a lock from 3.12.3
-only: before it, the second thread saw a module with nothing in it, measured on 3.10 to 3.12.1);
-and a load that fails leaves the module out of `sys.modules`, so the next import tries again,
-as after any failed import (the standard one keeps the half-run module for good).
+This is the importlib documentation's lazy-import recipe, with these differences from the
+standard library's `importlib.util.LazyLoader`, which it replaces (each measured, in
+tests/test_deferred.py):
+
+* the first read takes the import system's own lock for the module, so two threads reading at
+  once wait for one load (the standard one has no lock before 3.12.3: the second thread saw a
+  module with nothing in it, on 3.10 to 3.12.1), and a circular wait between threads is found
+  and answered as the import system answers it, with the module as far as it has got (a lock of
+  its own, as 3.12.3's, waits for ever there);
+* a load that fails leaves the module out of `sys.modules` and out of its package, so the next
+  import tries again, as after any failed import (the standard one keeps the half-run module);
+* an assignment to the module, or a `del`, before its first read loads it first; a reload
+  loads at once; a module that sets its own class keeps it.
 
 Only the program does this (`run_program`), for its own process: a caller that embeds
 cachedoctor imports as it always has.
@@ -22,9 +29,9 @@ cachedoctor imports as it always has.
 
 from __future__ import annotations
 
-import _thread
 import sys
 from collections.abc import Sequence
+from importlib import _bootstrap  # the import system: its per-module locks, deadlock found
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, cast
 
@@ -37,15 +44,21 @@ DEFERRED = frozenset({
     "msgspec.yaml", "ipaddress",
 })
 
+# What the import system has used to lock a module and find a circular wait since 3.3 (private,
+# so looked up: without them nothing is deferred)
+_MODULE_LOCK = getattr(_bootstrap, "_get_module_lock", None)
+_DEADLOCK = getattr(_bootstrap, "_DeadlockError", None)
+
 
 class DeferringFinder:
     """First on `sys.meta_path`: finds a module of `DEFERRED` by the finders after it, and
-    defers running its code (`_DeferringLoader`). Every other module it leaves to them."""
+    defers running its code (`_DeferringLoader`). Every other module, and a reload (which
+    names its `target`), it leaves to them."""
 
     @classmethod
     def find_spec(cls, name: str, path: Sequence[str] | None = None,
                   target: ModuleType | None = None) -> ModuleSpec | None:
-        if name not in DEFERRED:
+        if name not in DEFERRED or target is not None:
             return None
         for finder in sys.meta_path:
             find = getattr(finder, "find_spec", None)
@@ -63,11 +76,10 @@ class DeferringFinder:
 
 class _DeferringLoader:
     """Creates the module as its own loader would, and leaves running its code to the first
-    attribute read (`DeferredModule`). From then on the module names its own loader."""
+    read (`DeferredModule`). From then on the module names its own loader."""
 
     def __init__(self, loader: Loader) -> None:
         self.loader = loader
-        self.lock = _thread.RLock()
         self.loading = False
 
     def create_module(self, spec: ModuleSpec) -> ModuleType | None:
@@ -83,30 +95,63 @@ class _DeferringLoader:
 
 
 class DeferredModule(ModuleType):
-    """A module whose code has not run yet: the first attribute read runs it, under its
-    loader's lock, then the module is a plain module again. A read from inside that run (the
-    module's own code, an import it makes) sees the module as far as it has got, as during
-    any import."""
+    """A module whose code has not run yet: the first read, assignment or `del` of an
+    attribute runs it (`_load`), then it is a plain module again."""
 
     def __getattribute__(self, name: str) -> Any:
-        spec = object.__getattribute__(self, "__spec__")
-        state: _DeferringLoader = spec.loader_state
-        with state.lock:
-            if type(self) is DeferredModule and not state.loading:
-                state.loading = True
-                try:
-                    state.loader.exec_module(self)
-                except BaseException:
-                    if sys.modules.get(spec.name) is self:
-                        del sys.modules[spec.name]  # the next import tries again
-                    raise
-                finally:
-                    state.loading = False
-                    object.__setattr__(self, "__class__", ModuleType)
+        if type(self) is DeferredModule:
+            _load(self)
         return ModuleType.__getattribute__(self, name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _load(self)
+        ModuleType.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        _load(self)
+        ModuleType.__delattr__(self, name)
+
+
+def _load(module: ModuleType) -> None:
+    """Run the module's code once, holding the import system's lock for it. A read from inside
+    that run (the module's own code, an import it makes), or one the lock finds in a circular
+    wait, sees the module as far as it has got, as during any import."""
+    spec = object.__getattribute__(module, "__spec__")
+    state: _DeferringLoader = spec.loader_state
+    lock = _MODULE_LOCK(spec.name)  # type: ignore[misc]
+    try:
+        lock.acquire()
+    except _DEADLOCK:  # type: ignore[misc]
+        return
+    try:
+        if type(module) is not DeferredModule or state.loading:
+            return  # loaded meanwhile, by another thread; or a read from inside the load
+        state.loading = True
+        try:
+            state.loader.exec_module(module)
+        except BaseException:
+            _forget(module, spec.name)
+            raise
+        finally:
+            state.loading = False
+            if type(module) is DeferredModule:  # (a module may set a class of its own)
+                object.__setattr__(module, "__class__", ModuleType)
+    finally:
+        lock.release()
+
+
+def _forget(module: ModuleType, name: str) -> None:
+    """A failed load: out of `sys.modules` and its package, so the next import tries again."""
+    if sys.modules.get(name) is module:
+        del sys.modules[name]
+    parent, _, child = name.rpartition(".")
+    package = sys.modules.get(parent) if parent else None
+    if package is not None and package.__dict__.get(child) is module:
+        del package.__dict__[child]
 
 
 def install() -> None:
-    """Defer `DEFERRED` for the rest of this process (once; a module imported already stays)."""
-    if DeferringFinder not in sys.meta_path:
+    """Defer `DEFERRED` for the rest of this process (once; a module imported already stays),
+    where the import system's module locks are there to load them with."""
+    if _MODULE_LOCK is not None and _DEADLOCK is not None and DeferringFinder not in sys.meta_path:
         sys.meta_path.insert(0, DeferringFinder)
