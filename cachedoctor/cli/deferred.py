@@ -16,8 +16,9 @@ tests/test_deferred.py):
 * the first read takes the import system's own lock for the module, so two threads reading at
   once wait for one load (the standard one has no lock before 3.12.3: the second thread saw a
   module with nothing in it, on 3.10 to 3.12.1), and a circular wait between threads is found
-  and answered as the import system answers it, with the module as far as it has got (a lock of
-  its own, as 3.12.3's, waits for ever there);
+  and answered as the import system answers it, with the module as far as it has got (with a
+  lock of its own, as the standard one has from 3.12.3, two threads each loading a module the
+  other imports waited for ever: this module's first version did);
 * a load that fails leaves the module out of `sys.modules` and out of its package, so the next
   import tries again, as after any failed import (the standard one keeps the half-run module);
 * an assignment to the module, or a `del`, before its first read loads it first; a reload
