@@ -215,17 +215,24 @@ def test_writes_before_the_first_read_and_a_reload_load_the_module_first(tmp_pat
     assert (json.loads(done.stdout), done.returncode) == (["1", "2", "loaded", 1], 0), done.stderr
 
 
-def test_a_loaded_module_names_its_own_loader(tmp_path: Path) -> None:
-    """What linecache, inspect and reload read: the module's real loader and source."""
+def test_a_deferred_module_names_its_own_loader_and_keeps_its_state(tmp_path: Path) -> None:
+    """What linecache, inspect and reload read: the module's real loader and source; and the
+    loader's own state in the spec, before and after the load (a frozen module has one from
+    3.11, which its loader reads)."""
     done = run(tmp_path, """\
         import inspect
+        deferred.DEFERRED = frozenset({*deferred.DEFERRED, "__hello__"})
         deferred.install()
-        import msgspec
+        import msgspec, __hello__
+        before = type(object.__getattribute__(sys.modules["__hello__"], "__spec__").loader_state)
         loader = msgspec.json.__loader__
         print(type(loader).__name__, type(msgspec.json.__spec__.loader).__name__,
-              "def " in inspect.getsource(msgspec.json) or "import" in inspect.getsource(msgspec.json))
+              "import" in inspect.getsource(msgspec.json), before.__name__,
+              type(__hello__.__spec__.loader_state).__name__, __hello__.initialized)
     """)
-    assert (done.stdout, done.returncode) == ("SourceFileLoader SourceFileLoader True\n", 0), done.stderr
+    state = "NoneType" if sys.version_info < (3, 11) else "SimpleNamespace"
+    assert done.returncode == 0, done.stderr  # (3.10's __hello__ prints a greeting as it loads)
+    assert done.stdout.endswith(f"SourceFileLoader SourceFileLoader True {state} {state} True\n")
 
 
 @pytest.mark.skipif(not IS_LINUX, reason="sends a real POSIX signal")

@@ -77,7 +77,8 @@ class DeferringFinder:
 
 class _DeferringLoader:
     """Creates the module as its own loader would, and leaves running its code to the first
-    read (`DeferredModule`). From then on the module names its own loader."""
+    read (`DeferredModule`). The module names its own loader, and its spec keeps that loader's
+    state (a frozen module's has one), from the start."""
 
     def __init__(self, loader: Loader) -> None:
         self.loader = loader
@@ -91,8 +92,11 @@ class _DeferringLoader:
         if spec is None:  # (the import system sets it before it calls this)
             raise ImportError(f"{module.__name__} has no spec to defer its loading with")
         spec.loader = module.__loader__ = self.loader  # linecache, inspect and reload see it
-        spec.loader_state = self
+        _PENDING[module] = self
         module.__class__ = DeferredModule
+
+
+_PENDING: dict[ModuleType, _DeferringLoader] = {}  # each module whose code has not run yet
 
 
 class DeferredModule(ModuleType):
@@ -117,24 +121,26 @@ def _load(module: ModuleType) -> None:
     """Run the module's code once, holding the import system's lock for it. A read from inside
     that run (the module's own code, an import it makes), or one the lock finds in a circular
     wait, sees the module as far as it has got, as during any import."""
-    spec = object.__getattribute__(module, "__spec__")
-    state: _DeferringLoader = spec.loader_state
-    lock = _MODULE_LOCK(spec.name)  # type: ignore[misc]
+    state = _PENDING.get(module)
+    if state is None:
+        return  # loaded, by another thread
+    name = object.__getattribute__(module, "__spec__").name
+    lock = _MODULE_LOCK(name)  # type: ignore[misc]
     try:
         lock.acquire()
     except _DEADLOCK:  # type: ignore[misc]
         return
     try:
-        if type(module) is not DeferredModule or state.loading:
+        if _PENDING.get(module) is not state or state.loading:
             return  # loaded meanwhile, by another thread; or a read from inside the load
         state.loading = True
         try:
             state.loader.exec_module(module)
         except BaseException:
-            _forget(module, spec.name)
+            _forget(module, name)
             raise
         finally:
-            state.loading = False
+            del _PENDING[module]
             if type(module) is DeferredModule:  # (a module may set a class of its own)
                 object.__setattr__(module, "__class__", ModuleType)
     finally:
